@@ -1,0 +1,19 @@
+#pragma once
+// Each `opchain <command>` registers its flags on the app and runs when selected.
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
+namespace opchain::cli {
+
+using Runner = std::function<int()>;
+
+// Adds the subcommand; returns the function main() calls when it was chosen.
+Runner add_logits_command(CLI::App& app);
+Runner add_ops_command(CLI::App& app);
+Runner add_trace_command(CLI::App& app);
+
+// Shared helpers.
+std::vector<int32_t> parse_ids(const std::string& ids, const std::string& ids_file);
+
+}  // namespace opchain::cli

@@ -1,0 +1,31 @@
+// opchain: the command-line front end. Every library error becomes one line on stderr and exit 1.
+#include <iostream>
+
+#include "apps/opchain/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"opchain: an inference engine for Mixture-of-Experts LLMs"};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, opchain::cli::Runner>> commands;
+  auto add = [&](opchain::cli::Runner r) { commands.emplace_back(app.get_subcommands().back(), std::move(r)); };
+  add(opchain::cli::add_logits_command(app));
+  add(opchain::cli::add_ops_command(app));
+  add(opchain::cli::add_trace_command(app));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const opchain::Error& e) {
+    std::cerr << "opchain: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "opchain: internal error: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,92 @@
+// `opchain trace`: one forward with tracing on; prints each op call's five-layer chain in order and,
+// with --chrome-trace, writes Chrome trace-event JSON (chrome://tracing, Perfetto).
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/opchain/commands.h"
+#include "core/error.h"
+#include "core/trace.h"
+#include "engine/loaded_model.h"
+#include "engine/model_runner.h"
+
+namespace opchain::cli {
+
+Runner add_trace_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("trace", "Run one forward and print the chain every op call crossed");
+  struct Opts {
+    std::string model, ids, ids_file, vendor = "cpu", chrome;
+    int decode_steps = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--ids", o->ids, "comma-separated token ids");
+  cmd->add_option("--ids-file", o->ids_file, "file of token ids");
+  cmd->add_option("--vendor", o->vendor, "kernel vendor");
+  cmd->add_option("--chrome-trace", o->chrome, "write Chrome trace JSON here");
+  cmd->add_option("--decode-steps", o->decode_steps, "also trace N greedy decode steps after the prefill");
+  return [o] {
+    if (o->ids.empty() && o->ids_file.empty()) throw InvalidArgumentError("give --ids or --ids-file");
+    auto ids = parse_ids(o->ids, o->ids_file);
+    LoadedModel m = load_model(o->model, o->vendor);
+    const int64_t total = static_cast<int64_t>(ids.size()) + o->decode_steps;
+    KvCache cache(m.config, 1 + (total + 15) / 16, 16);
+    std::vector<int32_t> blocks;
+    cache.allocator().allocate(cache.blocks_for(total), blocks);
+    ModelRunner runner(*m.model, m.device, cache);
+    Tracer tracer;
+    Tracer::set_active(&tracer);
+    struct Reset {
+      ~Reset() { Tracer::set_active(nullptr); }
+    } reset;
+    SequenceStep step{ids, 0, blocks, false};
+    Tensor logits = runner.forward({&step, 1});
+    for (int s = 0; s < o->decode_steps; ++s) {
+      const float* row = logits.data<float>();
+      int32_t best = 0;
+      for (int64_t v = 1; v < logits.size(1); ++v)
+        if (row[v] > row[best]) best = static_cast<int32_t>(v);
+      const int64_t past = static_cast<int64_t>(ids.size());
+      ids.push_back(best);
+      SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false};
+      logits = runner.forward({&d, 1});
+    }
+    std::cout << "model " << m.config.architecture << " vendor " << o->vendor << ", " << tracer.events().size()
+              << " op calls\n";
+    std::cout << "module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel | metadata | tensors | time\n";
+    for (const auto& e : tracer.events()) {
+      std::cout << std::string(static_cast<size_t>(e.depth) * 4, ' ') << e.module_path << " -> " << e.nn_module << " -> "
+                << e.op_type << " -> " << e.impl << " -> " << e.key << " -> " << e.vendor << ":" << e.kernel;
+      if (!e.metadata.empty()) std::cout << " | " << e.metadata;
+      std::cout << " | " << e.tensors << " | " << std::fixed << std::setprecision(1) << e.dur_us << " us\n";
+    }
+    if (!o->chrome.empty()) {
+      nlohmann::json events = nlohmann::json::array();
+      for (const auto& e : tracer.events()) {
+        events.push_back({{"name", e.key},
+                          {"cat", e.vendor},
+                          {"ph", "X"},
+                          {"ts", e.start_us},
+                          {"dur", e.dur_us},
+                          {"pid", 1},
+                          {"tid", 1},
+                          {"args",
+                           {{"module_path", e.module_path},
+                            {"nn_module", e.nn_module},
+                            {"op_type", e.op_type},
+                            {"impl", e.impl},
+                            {"kernel", e.kernel},
+                            {"metadata", e.metadata},
+                            {"tensors", e.tensors}}}});
+      }
+      std::ofstream out(o->chrome);
+      if (!out) throw InvalidArgumentError("cannot write " + o->chrome);
+      out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
+      std::cerr << "wrote " << o->chrome << "\n";
+    }
+    return 0;
+  };
+}
+
+}  // namespace opchain::cli

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages opchain builds and tests with. Safe to run again.
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ninja-build ccache
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libicu-dev
+  python3 python3-numpy
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

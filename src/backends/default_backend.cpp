@@ -1,0 +1,105 @@
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "backends/ops_backend.h"
+#include "core/error.h"
+#include "vendors/builtin_vendors.h"
+
+namespace opchain {
+
+namespace {
+
+// The backend every in-tree vendor uses: host-memory metadata, Local MoE unless ep > 1.
+class DefaultOpsBackend final : public OpsBackend {
+ public:
+  DefaultOpsBackend(std::string vendor, const Registry& reg, MoeParallelSizes parallel, int64_t ep_rank)
+      : vendor_(std::move(vendor)), registry_(reg), parallel_(parallel), ep_rank_(ep_rank) {}
+
+  std::string name() const override { return "DefaultOpsBackend(" + vendor_ + ")"; }
+  const std::string& vendor() const override { return vendor_; }
+  const Registry& registry() const override { return registry_; }
+
+  void update_step_context(StepContext& ctx) const override {
+    const int64_t batch = ctx.batch_size(), n = ctx.num_tokens();
+    if (ctx.q_start_loc_storage.is_null() || ctx.q_start_loc_storage.numel() != batch) ctx.q_start_loc_storage = Tensor::empty(DType::I32, {batch});
+    if (ctx.slot_mapping_storage.is_null() || ctx.slot_mapping_storage.numel() != n) ctx.slot_mapping_storage = Tensor::empty(DType::I32, {n});
+    if (ctx.x_active_mask_storage.is_null() || ctx.x_active_mask_storage.numel() != n) ctx.x_active_mask_storage = Tensor::empty(DType::U8, {n});
+    AttnMetadata& m = ctx.attn;
+    m.batch_size = batch;
+    m.num_tokens = n;
+    m.block_size = ctx.block_size;
+    m.q_seqlens = ctx.q_seqlens;
+    m.kv_seqlens = ctx.kv_seqlens;
+    m.block_tables = ctx.block_tables;
+    m.q_start_loc = ctx.q_start_loc_storage;
+    m.slot_mapping = ctx.slot_mapping_storage;
+    const int32_t* q_len = ctx.q_seqlens.data<int32_t>();
+    const int32_t* kv_len = ctx.kv_seqlens.data<int32_t>();
+    int32_t* start = ctx.q_start_loc_storage.data<int32_t>();
+    int32_t* slots = ctx.slot_mapping_storage.data<int32_t>();
+    const int64_t max_blocks = ctx.block_tables.ndim() == 2 ? ctx.block_tables.size(1) : 0;
+    int64_t row = 0;
+    m.max_q_seqlen = m.max_kv_seqlen = 0;
+    bool decoding = batch > 0;
+    m.has_past = false;
+    for (int64_t b = 0; b < batch; ++b) {
+      start[b] = static_cast<int32_t>(row);
+      m.max_q_seqlen = std::max<int64_t>(m.max_q_seqlen, q_len[b]);
+      m.max_kv_seqlen = std::max<int64_t>(m.max_kv_seqlen, kv_len[b]);
+      decoding = decoding && q_len[b] == 1;
+      const int64_t past = kv_len[b] - q_len[b];
+      m.has_past = m.has_past || past > 0;
+      for (int64_t i = 0; i < q_len[b]; ++i, ++row) {
+        const int64_t pos = past + i;
+        const int64_t logical = pos / ctx.block_size;
+        if (logical >= max_blocks)
+          throw InvalidArgumentError("sequence " + std::to_string(b) + " position " + std::to_string(pos) +
+                                     " has no KV block (block table holds " + std::to_string(max_blocks) + ")");
+        const int64_t block = ctx.block_tables.data<int32_t>()[b * max_blocks + logical];
+        slots[row] = static_cast<int32_t>(block * ctx.block_size + pos % ctx.block_size);
+      }
+    }
+    for (; row < n; ++row) slots[row] = -1;  // padding rows write nothing
+    m.is_decoding = decoding;
+
+    MoeMetadata& moe = ctx.moe;
+    const int64_t real = n - ctx.num_padding_tokens;
+    moe.ep_size = parallel_.ep_size;
+    moe.tp_size = parallel_.tp_size;
+    moe.dp_size = parallel_.dp_size;
+    moe.ep_rank = ep_rank_;
+    moe.comm_type = select_moe_comm_type(real, parallel_);
+    moe.num_tokens = real;
+    moe.pad_size = ctx.num_padding_tokens;
+    moe.x_active_mask = ctx.x_active_mask_storage;
+    uint8_t* mask = ctx.x_active_mask_storage.data<uint8_t>();
+    for (int64_t t = 0; t < n; ++t) mask[t] = t < real ? 1 : 0;
+  }
+
+ private:
+  std::string vendor_;
+  const Registry& registry_;
+  MoeParallelSizes parallel_;
+  int64_t ep_rank_;
+};
+
+}  // namespace
+
+const OpsBackend& select_backend(const DeviceContext& dev) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::string, const Registry*, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<OpsBackend>> backends;
+  const Registry& reg = dev.registry ? *dev.registry : builtin_registry();
+  if (!reg.has_vendor(dev.vendor)) {
+    std::string known;
+    for (const auto& v : reg.vendors()) known += (known.empty() ? "" : ", ") + v;
+    throw UnsupportedOpError("unknown vendor '" + dev.vendor + "'; registered vendors: " + known);
+  }
+  std::lock_guard lock(mu);
+  auto key = std::make_tuple(dev.vendor, &reg, dev.parallel.ep_size, dev.parallel.tp_size, dev.parallel.dp_size, dev.ep_rank);
+  auto& slot = backends[key];
+  if (!slot) slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.parallel, dev.ep_rank);
+  return *slot;
+}
+
+}  // namespace opchain

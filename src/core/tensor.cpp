@@ -1,0 +1,80 @@
+#include "core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace opchain {
+
+Shape::Shape(std::initializer_list<int64_t> d) {
+  if (d.size() > kMaxDims) throw InvalidArgumentError("tensor rank " + std::to_string(d.size()) + " exceeds 4");
+  for (int64_t v : d) dims[static_cast<size_t>(ndim++)] = v;
+}
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= dims[static_cast<size_t>(i)];
+  return n;
+}
+
+bool Shape::operator==(const Shape& o) const {
+  if (ndim != o.ndim) return false;
+  for (int i = 0; i < ndim; ++i)
+    if (dims[static_cast<size_t>(i)] != o.dims[static_cast<size_t>(i)]) return false;
+  return true;
+}
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims[static_cast<size_t>(i)]);
+  }
+  return s + "]";
+}
+
+Tensor Tensor::view(void* data, DType dtype, Shape shape) {
+  Tensor t;
+  t.data_ = data;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  size_t bytes = t.nbytes();
+  size_t padded = ((bytes + 63) / 64) * 64;
+  if (padded == 0) padded = 64;
+  void* p = std::aligned_alloc(64, padded);
+  if (!p) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
+  std::memset(p, 0, padded);
+  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  t.data_ = p;
+  return t;
+}
+
+Tensor Tensor::reshape(Shape s) const {
+  if (s.numel() != numel())
+    throw InvalidArgumentError("cannot reshape " + desc() + " to " + s.str());
+  Tensor t = *this;
+  t.shape_ = s;
+  return t;
+}
+
+Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
+  if (ndim() < 1 || begin < 0 || end < begin || end > size(0))
+    throw InvalidArgumentError("row slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of " + desc());
+  Tensor t = *this;
+  const int64_t row = size(0) ? numel() / size(0) : 0;
+  t.data_ = static_cast<char*>(data_) + static_cast<size_t>(begin * row) * dtype_size(dtype_);
+  t.shape_.dims[0] = end - begin;
+  return t;
+}
+
+std::string Tensor::desc() const { return std::string(dtype_name(dtype_)) + shape_.str(); }
+
+}  // namespace opchain

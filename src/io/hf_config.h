@@ -1,0 +1,71 @@
+#pragma once
+// The parts of a Hugging Face config.json that the supported architectures read, with transformers'
+// defaults and derivations (head_dim, MoE layer placement, rope scaling).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace opchain {
+
+enum class RopeScalingType { None, Linear, Dynamic, Yarn, Llama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::None;
+  double factor = 1.0;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+  // yarn
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  std::optional<double> attention_factor;
+  std::optional<double> mscale;
+  std::optional<double> mscale_all_dim;
+  bool truncate = true;
+};
+
+struct ModelConfig {
+  std::string architecture;  // e.g. "Qwen3MoeForCausalLM"
+  std::string model_type;
+  std::string source;        // path of config.json, for errors
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;    // q/k/v/o bias (Llama); Qwen2 always has q/k/v bias and no o bias
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool qk_norm = false;           // Qwen3: per-head RMSNorm on q and k
+  std::string hidden_act = "silu";
+  // MoE
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int64_t decoder_sparse_step = 1;
+  std::vector<int64_t> mlp_only_layers;
+  int64_t router_n_groups = 0;  // grouped top-k (0 = off)
+  int64_t router_topk_groups = 0;
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> bos_token_id;
+
+  // transformers' rule: MoE when not in mlp_only_layers and (layer+1) % decoder_sparse_step == 0.
+  bool is_moe_layer(int64_t layer) const;
+};
+
+// Reads <dir>/config.json; throws FormatError naming the file and field, or for an unknown architecture.
+ModelConfig load_model_config(const std::string& model_dir);
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+const std::vector<std::string>& supported_architectures();
+
+}  // namespace opchain

@@ -1,0 +1,228 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace opchain {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+static FormatError bad(const std::string& path, const std::string& what) {
+  return FormatError("malformed safetensors file " + path + ": " + what);
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw FormatError("cannot open safetensors file " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    throw FormatError("cannot stat " + path);
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ < 8) {
+    ::close(fd);
+    throw bad(path, "file is " + std::to_string(size_) + " bytes, shorter than the 8-byte header length");
+  }
+  map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw FormatError("cannot mmap " + path + ": " + std::strerror(errno));
+  }
+  try {
+    const auto* bytes = static_cast<const unsigned char*>(map_);
+    uint64_t header_len = 0;
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
+    if (header_len > size_ - 8)
+      throw bad(path, "header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(size_));
+    if (header_len > (100u << 20)) throw bad(path, "header length " + std::to_string(header_len) + " over 100 MB");
+    data_section_ = reinterpret_cast<const char*>(bytes) + 8 + header_len;
+    const size_t data_size = size_ - 8 - header_len;
+    json header;
+    try {
+      header = json::parse(reinterpret_cast<const char*>(bytes) + 8, reinterpret_cast<const char*>(bytes) + 8 + header_len);
+    } catch (const json::exception& e) {
+      throw bad(path, std::string("header is not valid JSON (") + e.what() + ")");
+    }
+    if (!header.is_object()) throw bad(path, "header is not a JSON object");
+    std::vector<const SafetensorsEntry*> by_offset;
+    for (auto& [name, v] : header.items()) {
+      if (name == "__metadata__") continue;
+      if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+        throw bad(path, "tensor '" + name + "' lacks dtype, shape or data_offsets");
+      SafetensorsEntry e;
+      e.name = name;
+      if (!v["dtype"].is_string() || !parse_dtype(v["dtype"].get<std::string>(), e.dtype))
+        throw bad(path, "tensor '" + name + "' has unsupported dtype " + v["dtype"].dump());
+      const auto& shp = v["shape"];
+      if (!shp.is_array() || shp.size() > kMaxDims)
+        throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
+      e.shape.ndim = 0;
+      for (const auto& d : shp) {
+        if (!d.is_number_unsigned()) throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
+        const uint64_t dim = d.get<uint64_t>();
+        if (dim > (1ull << 40)) throw bad(path, "tensor '" + name + "' has an absurd dimension " + std::to_string(dim));
+        e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
+      }
+      const auto& off = v["data_offsets"];
+      if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+        throw bad(path, "tensor '" + name + "' has bad data_offsets " + off.dump());
+      e.begin = off[0].get<size_t>();
+      e.end = off[1].get<size_t>();
+      if (e.begin > e.end || e.end > data_size)
+        throw bad(path, "tensor '" + name + "' data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                            ") fall outside the data section of " + std::to_string(data_size) + " bytes");
+      const size_t expect = static_cast<size_t>(e.shape.numel()) * dtype_size(e.dtype);
+      if (e.end - e.begin != expect)
+        throw bad(path, "tensor '" + name + "' occupies " + std::to_string(e.end - e.begin) + " bytes but its shape " +
+                            e.shape.str() + " and dtype need " + std::to_string(expect));
+      auto [it, inserted] = entries_.emplace(name, e);
+      by_offset.push_back(&it->second);
+    }
+    std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
+    for (size_t i = 1; i < by_offset.size(); ++i) {
+      if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->end > by_offset[i]->begin)
+        throw bad(path, "tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+    }
+  } catch (...) {
+    ::munmap(map_, size_);
+    map_ = nullptr;
+    throw;
+  }
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) ::munmap(map_, size_);
+}
+
+Tensor SafetensorsFile::tensor(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw FormatError("tensor '" + name + "' not found in " + path_);
+  return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
+}
+
+WeightStore::WeightStore(const std::string& model_dir) : dir_(model_dir) {
+  const fs::path dir(model_dir);
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index = dir / "model.safetensors.index.json";
+  if (fs::exists(index)) {
+    std::ifstream in(index);
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::exception& e) {
+      throw FormatError("malformed " + index.string() + ": " + e.what());
+    }
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      throw FormatError("malformed " + index.string() + ": no 'weight_map' object");
+    std::map<std::string, const SafetensorsFile*> opened;
+    for (auto& [tensor, file] : j["weight_map"].items()) {
+      if (!file.is_string()) throw FormatError("malformed " + index.string() + ": weight_map['" + tensor + "'] is not a file name");
+      const std::string fname = file.get<std::string>();
+      if (fname.find("..") != std::string::npos || fname.find('/') != std::string::npos)
+        throw FormatError("malformed " + index.string() + ": shard name '" + fname + "' leaves the model directory");
+      if (!opened.count(fname)) {
+        files_.push_back(std::make_unique<SafetensorsFile>((dir / fname).string()));
+        opened[fname] = files_.back().get();
+      }
+      const SafetensorsFile* f = opened[fname];
+      if (!f->entries().count(tensor))
+        throw FormatError("tensor '" + tensor + "' listed in " + index.string() + " is missing from " + f->path());
+      where_[tensor] = f;
+    }
+  } else if (fs::exists(single)) {
+    files_.push_back(std::make_unique<SafetensorsFile>(single.string()));
+    for (const auto& [name, e] : files_.back()->entries()) where_[name] = files_.back().get();
+  } else {
+    throw FormatError("no model.safetensors or model.safetensors.index.json in " + model_dir);
+  }
+}
+
+bool WeightStore::contains(const std::string& name) const { return where_.count(name) != 0; }
+
+const std::string& WeightStore::file_of(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) return dir_;
+  return it->second->path();
+}
+
+Tensor WeightStore::get_any_shape(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
+  return it->second->tensor(name);
+}
+
+Tensor WeightStore::get(const std::string& name, const Shape& expected) const {
+  Tensor t = get_any_shape(name);
+  if (!(t.shape() == expected))
+    throw FormatError("tensor '" + name + "' in " + file_of(name) + " has shape " + t.shape().str() + ", expected " +
+                      expected.str());
+  if (t.dtype() != DType::F32 && t.dtype() != DType::BF16 && t.dtype() != DType::F16)
+    throw FormatError("tensor '" + name + "' in " + file_of(name) + " has dtype " + std::string(dtype_name(t.dtype())) +
+                      ", expected f32, f16 or bf16");
+  return t;
+}
+
+Tensor WeightStore::get_stacked_rows(const std::vector<std::string>& names, const std::vector<Shape>& shapes) const {
+  std::vector<Tensor> parts;
+  int64_t rows = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    parts.push_back(get(names[i], shapes[i]));
+    if (parts.back().dtype() != parts.front().dtype())
+      throw FormatError("tensor '" + names[i] + "' in " + file_of(names[i]) + " has dtype " +
+                        std::string(dtype_name(parts.back().dtype())) + " but '" + names[0] + "' has " +
+                        std::string(dtype_name(parts.front().dtype())));
+    rows += parts.back().size(0);
+  }
+  Shape s = parts.front().shape();
+  s.dims[0] = rows;
+  Tensor out = Tensor::empty(parts.front().dtype(), s);
+  char* dst = out.data<char>();
+  for (const auto& p : parts) {
+    std::memcpy(dst, p.raw(), p.nbytes());
+    dst += p.nbytes();
+  }
+  return out;
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, f] : where_) out.push_back(n);
+  return out;
+}
+
+size_t WeightStore::total_bytes() const {
+  size_t total = 0;
+  for (const auto& [n, f] : where_) {
+    const auto& e = f->entries().at(n);
+    total += e.end - e.begin;
+  }
+  return total;
+}
+
+DType WeightStore::dominant_dtype() const {
+  std::map<DType, size_t> bytes;
+  for (const auto& [n, f] : where_) {
+    const auto& e = f->entries().at(n);
+    bytes[e.dtype] += e.end - e.begin;
+  }
+  DType best = DType::F32;
+  size_t most = 0;
+  for (auto [t, b] : bytes)
+    if (b > most) { most = b; best = t; }
+  return best;
+}
+
+}  // namespace opchain

@@ -1,0 +1,68 @@
+#pragma once
+// Memory-mapped safetensors files, single or sharded (model.safetensors.index.json). Every header
+// field and offset is validated before a tensor view is handed out; errors name the file and tensor.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace opchain {
+
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  size_t begin = 0;  // byte offsets into the data section
+  size_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Throws FormatError naming `path` (and the tensor) on any malformed header or out-of-range offset.
+  explicit SafetensorsFile(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  // A borrowed view into the mapping; valid while this file lives.
+  Tensor tensor(const std::string& name) const;
+  size_t file_size() const { return size_; }
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  const char* data_section_ = nullptr;
+  std::map<std::string, SafetensorsEntry> entries_;
+};
+
+// All tensors of a Hugging Face model directory, across shards.
+class WeightStore {
+ public:
+  // Opens <dir>/model.safetensors, or the shards listed in <dir>/model.safetensors.index.json.
+  explicit WeightStore(const std::string& model_dir);
+
+  bool contains(const std::string& name) const;
+  // Checks presence, shape and that the dtype is a float type; errors name file, tensor, expected and found.
+  Tensor get(const std::string& name, const Shape& expected_shape) const;
+  Tensor get_any_shape(const std::string& name) const;
+  // Rows of several tensors stacked into one owning tensor (e.g. gate_proj over up_proj), with
+  // shapes checked like get(); all parts must share a dtype. The mapped originals are never touched.
+  Tensor get_stacked_rows(const std::vector<std::string>& names, const std::vector<Shape>& shapes) const;
+  std::vector<std::string> names() const;
+  size_t total_bytes() const;
+  DType dominant_dtype() const;
+  // The file that holds `name` (for error messages).
+  const std::string& file_of(const std::string& name) const;
+
+ private:
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsFile*> where_;
+  std::string dir_;
+};
+
+}  // namespace opchain

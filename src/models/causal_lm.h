@@ -1,0 +1,40 @@
+#pragma once
+// Layer 1: a causal language model is its config, its weights by Hugging Face name, and a forward
+// written as calls to nn modules. Models never name a device, a vendor, a kernel or a registry key.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/hf_config.h"
+#include "io/safetensors.h"
+#include "nn/module.h"
+
+namespace opchain {
+
+// One layer's paged KV cache, [num_blocks, block_size, kv_heads, head_dim] each (owned by the engine).
+struct LayerKvCache {
+  Tensor k, v;
+};
+
+class CausalLM {
+ public:
+  virtual ~CausalLM() = default;
+  // Runs one step; returns f32 logits [ctx.logits_rows.numel(), vocab] in ctx's workspace.
+  virtual Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const = 0;
+  const ModelConfig& config() const { return config_; }
+  int64_t parameter_count() const { return parameter_count_; }
+
+ protected:
+  explicit CausalLM(ModelConfig c) : config_(std::move(c)) {}
+  ModelConfig config_;
+  int64_t parameter_count_ = 0;
+};
+
+using ModelBuilder = std::function<std::unique_ptr<CausalLM>(const ModelConfig&, const WeightStore&, const DeviceContext&)>;
+
+// Builds the model for config.architecture; throws FormatError for an unknown architecture and for
+// missing or mis-shaped tensors, UnsupportedOpError when the vendor lacks a kernel.
+std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights, const DeviceContext& device);
+
+}  // namespace opchain

@@ -1,0 +1,159 @@
+#include "models/decoder.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace opchain {
+
+namespace {
+
+std::string layer_prefix(int64_t layer) { return "model.layers." + std::to_string(layer); }
+
+Tensor optional_bias(const WeightStore& w, const std::string& name, bool present, int64_t n) {
+  if (!present) return {};
+  return w.get(name, {n});
+}
+
+}  // namespace
+
+DecoderAttention::DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w)
+    : heads(c.num_attention_heads),
+      kv_heads(c.num_key_value_heads),
+      head_dim(c.head_dim),
+      q_proj(mc.child("q_proj"), w.get(mc.path + ".q_proj.weight", {heads * head_dim, c.hidden_size}),
+             optional_bias(w, mc.path + ".q_proj.bias", c.qkv_bias, heads * head_dim)),
+      k_proj(mc.child("k_proj"), w.get(mc.path + ".k_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+             optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
+      v_proj(mc.child("v_proj"), w.get(mc.path + ".v_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+             optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, kv_heads * head_dim)),
+      o_proj(mc.child("o_proj"), w.get(mc.path + ".o_proj.weight", {c.hidden_size, heads * head_dim}),
+             optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
+      rotary(mc.child("rotary")),
+      attn(mc.child("attn"), heads, kv_heads, head_dim, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))) {
+  if (c.qk_norm) {
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    q_norm.emplace(mc.child("q_norm"), w.get(mc.path + ".q_norm.weight", {head_dim}), eps);
+    k_norm.emplace(mc.child("k_norm"), w.get(mc.path + ".k_norm.weight", {head_dim}), eps);
+  }
+}
+
+Tensor DecoderAttention::forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
+                                 const LayerKvCache& cache) const {
+  const int64_t n = x.size(0);
+  Tensor q = q_proj.forward(ctx, x).reshape({n, heads, head_dim});
+  Tensor k = k_proj.forward(ctx, x).reshape({n, kv_heads, head_dim});
+  Tensor v = v_proj.forward(ctx, x);
+  if (q_norm) {  // Qwen3: per-head norm after projection, before RoPE
+    q = q_norm->forward(ctx, q);
+    k = k_norm->forward(ctx, k);
+  }
+  rotary.forward(q, k, rope);
+  Tensor o = attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
+  return o_proj.forward(ctx, o);
+}
+
+DenseMlp::DenseMlp(const nn::ModuleContext& mc, const WeightStore& w, int64_t hidden, int64_t intermediate)
+    : gate_up_proj(mc.child("gate_up_proj"),
+                   w.get_stacked_rows({mc.path + ".gate_proj.weight", mc.path + ".up_proj.weight"},
+                                      {{intermediate, hidden}, {intermediate, hidden}})),
+      down_proj(mc.child("down_proj"), w.get(mc.path + ".down_proj.weight", {hidden, intermediate})),
+      act(mc.child("act_fn")) {}
+
+Tensor DenseMlp::forward(StepContext& ctx, const Tensor& x) const {
+  return down_proj.forward(ctx, act.forward(ctx, gate_up_proj.forward(ctx, x)));
+}
+
+static ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w) {
+  ExpertWeights e;
+  const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
+  for (int64_t i = 0; i < c.num_experts; ++i) {
+    const std::string p = prefix + "." + std::to_string(i);
+    e.gate.push_back(w.get(p + ".gate_proj.weight", {inter, h}));
+    e.up.push_back(w.get(p + ".up_proj.weight", {inter, h}));
+    e.down.push_back(w.get(p + ".down_proj.weight", {h, inter}));
+    if (e.gate.back().dtype() != e.gate.front().dtype() || e.up.back().dtype() != e.gate.front().dtype() ||
+        e.down.back().dtype() != e.gate.front().dtype())
+      throw FormatError("expert weights under " + p + " in " + w.file_of(p + ".gate_proj.weight") +
+                        " mix dtypes; all experts of a layer must share one");
+  }
+  return e;
+}
+
+SparseMoeBlock::SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, bool shared)
+    : gate(mc.child("gate"), w.get(mc.path + ".gate.weight", {c.num_experts, c.hidden_size})),
+      router(mc.child("router"), c.num_experts_per_tok, c.norm_topk_prob),
+      experts(mc.child("experts"), load_experts(mc.path + ".experts", c, w)) {
+  if (shared) {
+    shared_expert.emplace(mc.child("shared_expert"), w, c.hidden_size, c.shared_expert_intermediate_size);
+    shared_expert_gate.emplace(mc.child("shared_expert_gate"), w.get(mc.path + ".shared_expert_gate.weight", {1, c.hidden_size}));
+    shared_add.emplace(mc.child("shared_expert_gate"));
+  }
+}
+
+Tensor SparseMoeBlock::forward(StepContext& ctx, const Tensor& x) const {
+  Tensor router_logits = gate.forward(ctx, x);
+  auto routing = router.forward(ctx, router_logits);
+  Tensor out = experts.forward(ctx, x, routing.weights, routing.ids);
+  if (shared_expert) shared_add->forward(shared_expert_gate->forward(ctx, x), shared_expert->forward(ctx, x), out);
+  return out;
+}
+
+DecoderLayer::DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w,
+                           const DecoderSpec& spec, int64_t layer)
+    : input_layernorm(mc.child("input_layernorm"), w.get(mc.path + ".input_layernorm.weight", {c.hidden_size}),
+                      static_cast<float>(c.rms_norm_eps)),
+      self_attn(mc.child("self_attn"), c, w),
+      post_attention_layernorm(mc.child("post_attention_layernorm"),
+                               w.get(mc.path + ".post_attention_layernorm.weight", {c.hidden_size}),
+                               static_cast<float>(c.rms_norm_eps)) {
+  if (spec.moe != MoeKind::None && c.is_moe_layer(layer))
+    moe.emplace(mc.child("mlp"), c, w, spec.moe == MoeKind::RoutedWithSharedExpert);
+  else
+    mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
+}
+
+static Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w) {
+  // Tied checkpoints carry no lm_head.weight; the embedding matrix doubles as the output projection.
+  if (c.tie_word_embeddings && !w.contains("lm_head.weight")) return w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  return w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+}
+
+DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const DecoderSpec& spec)
+    : CausalLM(c),
+      embed_tokens_({&dev, "model.embed_tokens"}, w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size})),
+      rotary_emb_({&dev, "model.rotary_emb"}, c.head_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
+      norm_({&dev, "model.norm"}, w.get("model.norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
+      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w)) {
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    layers_.push_back(std::make_unique<DecoderLayer>(nn::ModuleContext{&dev, layer_prefix(l)}, c, w, spec, l));
+  for (const auto& name : w.names()) parameter_count_ += w.get_any_shape(name).numel();
+}
+
+// transformers' pre-norm residual stream, with the residual add folded into the next norm:
+// h = embed; for each layer: x = norm(h); h += attn(x); x = norm(h); h += mlp(x). Then norm(h) @ lm_head.
+Tensor DecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const {
+  Tensor residual = embed_tokens_.forward(ctx, ctx.input_ids);
+  const auto rope = rotary_emb_.forward(ctx);
+  Tensor pending;  // the last sub-block's output, not yet added to the residual
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const DecoderLayer& layer = *layers_[l];
+    Tensor x = pending.is_null() ? layer.input_layernorm.forward(ctx, residual)
+                                 : layer.input_layernorm.forward_add(ctx, pending, residual);
+    Tensor attn_out = layer.self_attn.forward(ctx, x, rope, cache[l]);
+    x = layer.post_attention_layernorm.forward_add(ctx, attn_out, residual);
+    pending = layer.moe ? layer.moe->forward(ctx, x) : layer.mlp->forward(ctx, x);
+  }
+  Tensor hidden = pending.is_null() ? norm_.forward(ctx, residual) : norm_.forward_add(ctx, pending, residual);
+  // Only the rows that need logits go through lm_head (the vocab projection dominates small steps).
+  const int64_t rows = ctx.logits_rows.numel(), h = hidden.size(1);
+  Tensor selected = ctx.workspace->alloc(DType::F32, {rows, h});
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t src = ctx.logits_rows.data<int32_t>()[r];
+    std::memcpy(selected.data<float>() + r * h, hidden.data<float>() + src * h, static_cast<size_t>(h) * sizeof(float));
+  }
+  return lm_head_.forward(ctx, selected);
+}
+
+}  // namespace opchain

@@ -1,0 +1,83 @@
+#pragma once
+// The decoder-only transformer that Llama, Qwen2, Qwen3 and their MoE variants share. Each
+// architecture file (llama.cpp, qwen2.cpp, qwen3.cpp, qwen3_moe.cpp, qwen2_moe.cpp) fills a
+// DecoderSpec with how it differs; this file turns the spec and the weights into nn modules.
+#include <optional>
+
+#include "models/causal_lm.h"
+#include "nn/attention.h"
+#include "nn/embedding.h"
+#include "nn/fused_moe.h"
+#include "nn/linear.h"
+#include "nn/moe_router.h"
+#include "nn/rms_norm.h"
+#include "nn/rotary_embedding.h"
+#include "nn/sigmoid_gated_add.h"
+#include "nn/silu_and_mul.h"
+
+namespace opchain {
+
+enum class MoeKind { None, Routed, RoutedWithSharedExpert };
+
+struct DecoderSpec {
+  MoeKind moe = MoeKind::None;  // which layers are MoE is config.is_moe_layer
+};
+
+// Self-attention: q/k/v projections (optional bias), optional per-head q/k RMSNorm before RoPE.
+struct DecoderAttention {
+  DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
+  Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope, const LayerKvCache& cache) const;
+
+  int64_t heads, kv_heads, head_dim;
+  nn::Linear q_proj, k_proj, v_proj, o_proj;
+  std::optional<nn::RMSNorm> q_norm, k_norm;
+  nn::ApplyRotaryEmb rotary;
+  nn::Attention attn;
+};
+
+// Dense gated MLP: down(silu(gate(x)) * up(x)), gate and up stacked into one projection at load.
+struct DenseMlp {
+  DenseMlp(const nn::ModuleContext& mc, const WeightStore& w, int64_t hidden, int64_t intermediate);
+  Tensor forward(StepContext& ctx, const Tensor& x) const;
+
+  nn::Linear gate_up_proj, down_proj;
+  nn::SiluAndMul act;
+};
+
+// Sparse MoE block: router linear + top-k selection + experts, plus Qwen2-MoE's gated shared expert.
+struct SparseMoeBlock {
+  SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, bool shared_expert);
+  Tensor forward(StepContext& ctx, const Tensor& x) const;
+
+  nn::Linear gate;
+  nn::MoeRouter router;
+  nn::FusedMoE experts;
+  std::optional<DenseMlp> shared_expert;
+  std::optional<nn::Linear> shared_expert_gate;
+  std::optional<nn::SigmoidGatedAdd> shared_add;
+};
+
+struct DecoderLayer {
+  DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, const DecoderSpec& spec,
+               int64_t layer);
+  nn::RMSNorm input_layernorm;
+  DecoderAttention self_attn;
+  nn::RMSNorm post_attention_layernorm;
+  std::optional<DenseMlp> mlp;
+  std::optional<SparseMoeBlock> moe;
+};
+
+class DecoderModel final : public CausalLM {
+ public:
+  DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const DecoderSpec& spec);
+  Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const override;
+
+ private:
+  nn::Embedding embed_tokens_;
+  nn::RotaryEmbedding rotary_emb_;
+  std::vector<std::unique_ptr<DecoderLayer>> layers_;
+  nn::RMSNorm norm_;
+  nn::Linear lm_head_;
+};
+
+}  // namespace opchain

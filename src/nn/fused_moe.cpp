@@ -1,0 +1,15 @@
+#include "nn/fused_moe.h"
+
+namespace opchain::nn {
+
+FusedMoE::FusedMoE(const ModuleContext& mc, ExpertWeights experts)
+    : experts_(std::move(experts)),
+      impl_(std::make_unique<FusedMoeImpl>(mc.backend(), impl_params(mc, "FusedMoE", experts_.dtype()))) {}
+
+Tensor FusedMoE::forward(StepContext& ctx, const Tensor& x, const Tensor& topk_weights, const Tensor& topk_ids) const {
+  Tensor out = ctx.workspace->alloc(DType::F32, x.shape());
+  impl_->forward(ctx, FusedMoeArgs{x, &experts_, topk_weights, topk_ids, out, &ctx.moe});
+  return out;
+}
+
+}  // namespace opchain::nn

@@ -1,0 +1,20 @@
+#pragma once
+// Layer 4: the `fused_moe` op's arguments. Kernel signature: void(const FusedMoeArgs&).
+#include "core/tensor.h"
+#include "ops/step_metadata.h"
+#include "ops/expert_weights.h"
+
+namespace opchain {
+
+// Experts: out[t] = sum_j topk_weights[t, j] * down_e(silu(gate_e(x_t)) * up_e(x_t)), e = topk_ids[t, j].
+// Rows with meta->x_active_mask == 0 produce zeros and no expert computes them.
+struct FusedMoeArgs {
+  Tensor hidden;        // f32 [n, h]
+  const ExpertWeights* experts = nullptr;
+  Tensor topk_weights;  // f32 [n, k]
+  Tensor topk_ids;      // i32 [n, k]
+  Tensor out;           // f32 [n, h]
+  const MoeMetadata* meta = nullptr;
+};
+
+}  // namespace opchain

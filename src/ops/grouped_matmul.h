@@ -1,0 +1,18 @@
+#pragma once
+// Layer 4: the `grouped_matmul` op's arguments. Kernel signature: void(const GroupedMatmulArgs&).
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace opchain {
+
+// For each expert e: out[rows of e, col_offset : col_offset + N] = x[rows of e] @ weights[e]^T.
+struct GroupedMatmulArgs {
+  Tensor x;                 // f32 [m, k_in]
+  Tensor expert_offsets;    // i32 [experts + 1]
+  const std::vector<Tensor>* weights = nullptr;  // per expert, W [N, k_in]
+  Tensor out;               // f32 [m, ld]
+  int64_t out_col_offset = 0;
+};
+
+}  // namespace opchain

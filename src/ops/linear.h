@@ -1,0 +1,15 @@
+#pragma once
+// Layer 4: the `linear` op's arguments. Kernel signature: void(const LinearArgs&).
+#include "core/tensor.h"
+
+namespace opchain {
+
+// out = x @ weight^T + bias, accumulated in f32.
+struct LinearArgs {
+  Tensor x;       // f32 [n, in]
+  Tensor weight;  // W [out, in] (Hugging Face layout)
+  Tensor bias;    // W [out] or null
+  Tensor out;     // f32 [n, out]
+};
+
+}  // namespace opchain

@@ -1,0 +1,123 @@
+#pragma once
+// Note [One op table]
+// Every op has exactly one token, used everywhere: the OpType enumerator (layers 2-3), the registry
+// key (layer 4), the header src/ops/<key>.h, the kernel files src/vendors/<vendor>/<key>.cpp, the
+// test cases and the `opchain ops` row. They all come from OPCHAIN_OP_TABLE below, so a key cannot be
+// misspelt in one place only: registration and lookup both go through OpType, and string keys
+// (plugins, CLI) are checked against this table.
+//
+// Columns: OpType enumerator, registry key, Args struct, dispatch dtype (which argument's dtype picks
+// the kernel), schema, tolerance (max |diff| / (1 + |ref|) of a vendor kernel vs reference in f32).
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "ops/add_rms_norm.h"
+#include "ops/apply_rotary_pos_emb.h"
+#include "ops/embedding.h"
+#include "ops/fill_kv_cache.h"
+#include "ops/fused_moe.h"
+#include "ops/grouped_matmul.h"
+#include "ops/linear.h"
+#include "ops/moe_gating_topk_softmax.h"
+#include "ops/moe_init_routing.h"
+#include "ops/moe_token_unpermute.h"
+#include "ops/paged_decode_attention.h"
+#include "ops/paged_prefill_attention.h"
+#include "ops/prefill_attention.h"
+#include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
+#include "ops/sigmoid_gated_add.h"
+#include "ops/silu_and_mul.h"
+#include "ops/swiglu.h"
+
+#define OPCHAIN_OP_TABLE(X)                                                                                        \
+  X(Embedding, embedding, EmbeddingArgs, a.weight.dtype(),                                                         \
+    "embedding(i32 ids[n], W weight[vocab,h]) -> f32 out[n,h]", 0.0)                                               \
+  X(Linear, linear, LinearArgs, a.weight.dtype(),                                                                  \
+    "linear(f32 x[n,in], W weight[out,in], W? bias[out]) -> f32 out[n,out]", 1e-4)                                 \
+  X(RmsNorm, rms_norm, RmsNormArgs, a.weight.dtype(),                                                              \
+    "rms_norm(f32 x[rows,h], W weight[h], float eps) -> f32 out[rows,h]", 1e-5)                                    \
+  X(AddRmsNorm, add_rms_norm, AddRmsNormArgs, a.weight.dtype(),                                                    \
+    "add_rms_norm(f32 x[n,h], f32! residual[n,h], W weight[h], float eps) -> f32 out[n,h]", 1e-5)                  \
+  X(RotaryEmbedding, rotary_embedding, RotaryEmbeddingArgs, a.inv_freq.dtype(),                                    \
+    "rotary_embedding(i32 positions[n], f32 inv_freq[d/2], float scaling) -> (f32 cos[n,d/2], f32 sin[n,d/2])",    \
+    1e-5)                                                                                                          \
+  X(ApplyRotaryPosEmb, apply_rotary_pos_emb, ApplyRotaryPosEmbArgs, a.q.dtype(),                                   \
+    "apply_rotary_pos_emb(f32! q[n,hq,d], f32! k[n,hk,d], f32 cos[n,d/2], f32 sin[n,d/2])", 1e-5)                  \
+  X(FillKvCache, fill_kv_cache, FillKvCacheArgs, a.k_cache.dtype(),                                                \
+    "fill_kv_cache(f32 k[n,hk,d], f32 v[n,hk,d], C! k_cache[blocks,bs,hk,d], C! v_cache[blocks,bs,hk,d], "         \
+    "AttnMetadata meta)", 0.0)                                                                                     \
+  X(PrefillAttention, prefill_attention, PrefillAttentionArgs, a.q.dtype(),                                        \
+    "prefill_attention(f32 q[n,hq,d], f32 k[n,hk,d], f32 v[n,hk,d], float scale, AttnMetadata meta) -> "           \
+    "f32 out[n,hq,d]", 1e-4)                                                                                       \
+  X(PagedPrefillAttention, paged_prefill_attention, PagedPrefillAttentionArgs, a.k_cache.dtype(),                  \
+    "paged_prefill_attention(f32 q[n,hq,d], C k_cache[blocks,bs,hk,d], C v_cache[blocks,bs,hk,d], float scale, "   \
+    "AttnMetadata meta) -> f32 out[n,hq,d]", 1e-4)                                                                 \
+  X(PagedDecodeAttention, paged_decode_attention, PagedDecodeAttentionArgs, a.k_cache.dtype(),                     \
+    "paged_decode_attention(f32 q[b,hq,d], C k_cache[blocks,bs,hk,d], C v_cache[blocks,bs,hk,d], float scale, "    \
+    "AttnMetadata meta) -> f32 out[b,hq,d]", 1e-4)                                                                 \
+  X(SiluAndMul, silu_and_mul, SiluAndMulArgs, a.x.dtype(), "silu_and_mul(f32 x[n,2i]) -> f32 out[n,i]", 1e-5)     \
+  X(MoeGatingTopkSoftmax, moe_gating_topk_softmax, MoeGatingTopkSoftmaxArgs, a.router_logits.dtype(),              \
+    "moe_gating_topk_softmax(f32 router_logits[n,e], int top_k, bool renormalize, MoeMetadata meta) -> "           \
+    "(f32 topk_weights[n,k], i32 topk_ids[n,k])", 1e-5)                                                            \
+  X(FusedMoe, fused_moe, FusedMoeArgs, a.experts->dtype(),                                                         \
+    "fused_moe(f32 hidden[n,h], W gate[e][i,h], W up[e][i,h], W down[e][h,i], f32 topk_weights[n,k], "             \
+    "i32 topk_ids[n,k], MoeMetadata meta) -> f32 out[n,h]", 1e-4)                                                  \
+  X(MoeInitRouting, moe_init_routing, MoeInitRoutingArgs, a.x.dtype(),                                             \
+    "moe_init_routing(f32 x[n,h], i32 topk_ids[n,k], int experts, MoeMetadata meta) -> (f32 x_sorted[n*k,h], "     \
+    "i32 expert_offsets[e+1], i32 pair_to_sorted[n*k])", 0.0)                                                      \
+  X(GroupedMatmul, grouped_matmul, GroupedMatmulArgs, (*a.weights)[0].dtype(),                                     \
+    "grouped_matmul(f32 x[m,k], i32 expert_offsets[e+1], W weights[e][n,k], int col_offset) -> f32! out[m,ld]",    \
+    1e-4)                                                                                                          \
+  X(Swiglu, swiglu, SwigluArgs, a.x.dtype(), "swiglu(f32 x[m,2i]) -> f32 out[m,i]", 1e-5)                          \
+  X(MoeTokenUnpermute, moe_token_unpermute, MoeTokenUnpermuteArgs, a.expert_out.dtype(),                           \
+    "moe_token_unpermute(f32 expert_out[n*k,h], i32 pair_to_sorted[n*k], f32 topk_weights[n,k]) -> f32 out[n,h]",  \
+    1e-5)                                                                                                          \
+  X(SigmoidGatedAdd, sigmoid_gated_add, SigmoidGatedAddArgs, a.y.dtype(),                                          \
+    "sigmoid_gated_add(f32 gate[n,1], f32 y[n,h], f32! out[n,h])", 1e-5)
+
+namespace opchain {
+
+enum class OpType : uint16_t {
+#define OPCHAIN_X(name, key, args, dispatch, schema, tol) name,
+  OPCHAIN_OP_TABLE(OPCHAIN_X)
+#undef OPCHAIN_X
+};
+
+inline constexpr size_t kNumOps = 0
+#define OPCHAIN_X(name, key, args, dispatch, schema, tol) +1
+    OPCHAIN_OP_TABLE(OPCHAIN_X)
+#undef OPCHAIN_X
+    ;
+
+struct OpInfo {
+  OpType type;
+  std::string_view name;  // enumerator spelling, e.g. "RmsNorm"
+  std::string_view key;   // registry key, e.g. "rms_norm"
+  std::string_view schema;
+  double tolerance;
+};
+
+inline constexpr std::array<OpInfo, kNumOps> kOpTable = {{
+#define OPCHAIN_X(name, key, args, dispatch, schema, tol) {OpType::name, #name, #key, schema, tol},
+    OPCHAIN_OP_TABLE(OPCHAIN_X)
+#undef OPCHAIN_X
+}};
+
+constexpr const OpInfo& op_info(OpType t) { return kOpTable[static_cast<size_t>(t)]; }
+constexpr std::string_view op_key(OpType t) { return op_info(t).key; }
+std::optional<OpType> op_type_from_key(std::string_view key);
+
+// OpTraits<Op>::Args and ::Fn: the typed kernel signature of each op; dispatch_dtype(args) picks the kernel.
+template <OpType Op> struct OpTraits;
+#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                  \
+  template <> struct OpTraits<OpType::name> {                                \
+    using Args = args_t;                                                     \
+    using Fn = void (*)(const args_t&);                                      \
+    static DType dispatch_dtype(const args_t& a) { return dispatch; }        \
+  };
+OPCHAIN_OP_TABLE(OPCHAIN_X)
+#undef OPCHAIN_X
+
+}  // namespace opchain

@@ -1,0 +1,17 @@
+#pragma once
+// Layer 4: the `rotary_embedding` op's arguments. Kernel signature: void(const RotaryEmbeddingArgs&).
+#include "core/tensor.h"
+
+namespace opchain {
+
+// cos/sin tables of the rotary embedding at each position: angle = position * inv_freq[j]
+// (in f32, as transformers computes it), times attention_scaling.
+struct RotaryEmbeddingArgs {
+  Tensor positions;  // i32 [n]
+  Tensor inv_freq;   // f32 [d/2]
+  float attention_scaling = 1.0f;
+  Tensor cos;        // f32 [n, d/2]
+  Tensor sin;        // f32 [n, d/2]
+};
+
+}  // namespace opchain

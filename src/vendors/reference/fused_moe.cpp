@@ -1,0 +1,42 @@
+#include <vector>
+
+#include "vendors/reference/reference_kernels.h"
+
+namespace opchain::reference {
+
+// The MoE definition, token by token: no sorting, no grouping.
+static void fused_moe(const FusedMoeArgs& a) {
+  const ExpertWeights& w = *a.experts;
+  const int64_t n = a.hidden.size(0), h = a.hidden.size(1), k = a.topk_ids.size(1), inter = w.intermediate();
+  std::vector<float> act(static_cast<size_t>(inter));
+  for (int64_t t = 0; t < n; ++t) {
+    float* out = a.out.data<float>() + t * h;
+    for (int64_t c = 0; c < h; ++c) out[c] = 0.0f;
+    if (a.meta && !a.meta->x_active_mask.is_null() && a.meta->x_active_mask.data<uint8_t>()[t] == 0) continue;
+    const float* x = a.hidden.data<float>() + t * h;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = a.topk_ids.data<int32_t>()[t * k + j];
+      const float weight = a.topk_weights.data<float>()[t * k + j];
+      for (int64_t i = 0; i < inter; ++i) {
+        float g = 0.0f, u = 0.0f;
+        for (int64_t c = 0; c < h; ++c) {
+          g += x[c] * at(w.gate[static_cast<size_t>(e)], i, c);
+          u += x[c] * at(w.up[static_cast<size_t>(e)], i, c);
+        }
+        act[static_cast<size_t>(i)] = silu(g) * u;
+      }
+      for (int64_t c = 0; c < h; ++c) {
+        float y = 0.0f;
+        for (int64_t i = 0; i < inter; ++i) y += act[static_cast<size_t>(i)] * at(w.down[static_cast<size_t>(e)], c, i);
+        out[c] += weight * y;
+      }
+    }
+  }
+}
+
+void register_fused_moe(Registry& reg) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    reg.add<OpType::FusedMoe>(kReferenceVendor, t, fused_moe, "reference::fused_moe");
+}
+
+}  // namespace opchain::reference

@@ -1,0 +1,25 @@
+#include "vendors/reference/reference_kernels.h"
+
+namespace opchain::reference {
+
+static void grouped_matmul(const GroupedMatmulArgs& a) {
+  const int64_t experts = a.expert_offsets.numel() - 1, kin = a.x.size(1), ld = a.out.size(1);
+  for (int64_t e = 0; e < experts; ++e) {
+    const Tensor& w = (*a.weights)[static_cast<size_t>(e)];
+    const int64_t nout = w.size(0);
+    for (int64_t r = a.expert_offsets.data<int32_t>()[e]; r < a.expert_offsets.data<int32_t>()[e + 1]; ++r) {
+      for (int64_t o = 0; o < nout; ++o) {
+        float acc = 0.0f;
+        for (int64_t c = 0; c < kin; ++c) acc += a.x.data<float>()[r * kin + c] * at(w, o, c);
+        a.out.data<float>()[r * ld + a.out_col_offset + o] = acc;
+      }
+    }
+  }
+}
+
+void register_grouped_matmul(Registry& reg) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    reg.add<OpType::GroupedMatmul>(kReferenceVendor, t, grouped_matmul, "reference::grouped_matmul");
+}
+
+}  // namespace opchain::reference
