@@ -8,10 +8,16 @@ int main(int argc, char** argv) {
   CLI::App app{"opchain: an inference engine for Mixture-of-Experts LLMs"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, opchain::cli::Runner>> commands;
-  auto add = [&](opchain::cli::Runner r) { commands.emplace_back(app.get_subcommands().back(), std::move(r)); };
+  auto add = [&](opchain::cli::Runner r) {
+    CLI::App* newest = app.get_subcommands({}).back();  // the subcommand the add_* call just created
+    commands.emplace_back(newest, std::move(r));
+  };
   add(opchain::cli::add_logits_command(app));
   add(opchain::cli::add_ops_command(app));
   add(opchain::cli::add_trace_command(app));
+  add(opchain::cli::add_generate_command(app));
+  add(opchain::cli::add_make_model_command(app));
+  add(opchain::cli::add_bench_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -49,6 +51,15 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   size_t bytes = t.nbytes();
   size_t padded = ((bytes + 63) / 64) * 64;
   if (padded == 0) padded = 64;
+  if (padded >= (4u << 20)) {
+    // Large buffers (KV caches, repacked weights) come from the kernel already zeroed and only
+    // become resident when touched, so an unused KV cache costs no memory.
+    void* p = ::mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
+    t.storage_ = std::shared_ptr<void>(p, [padded](void* q) { ::munmap(q, padded); });
+    t.data_ = p;
+    return t;
+  }
   void* p = std::aligned_alloc(64, padded);
   if (!p) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
   std::memset(p, 0, padded);

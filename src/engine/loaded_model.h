@@ -20,6 +20,6 @@ struct LoadedModel {
 };
 
 // Throws FormatError / UnsupportedOpError with the file, tensor or op named.
-LoadedModel load_model(const std::string& dir, const std::string& vendor);
+LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress = {});
 
 }  // namespace opchain

@@ -120,14 +120,17 @@ static Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w) {
   return w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
 }
 
-DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const DecoderSpec& spec)
+DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
+                           const BuildProgress& progress, const DecoderSpec& spec)
     : CausalLM(c),
       embed_tokens_({&dev, "model.embed_tokens"}, w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size})),
       rotary_emb_({&dev, "model.rotary_emb"}, c.head_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
       norm_({&dev, "model.norm"}, w.get("model.norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
       lm_head_({&dev, "lm_head"}, lm_head_weight(c, w)) {
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     layers_.push_back(std::make_unique<DecoderLayer>(nn::ModuleContext{&dev, layer_prefix(l)}, c, w, spec, l));
+    if (progress) progress(l + 1, c.num_hidden_layers);
+  }
   for (const auto& name : w.names()) parameter_count_ += w.get_any_shape(name).numel();
 }
 

@@ -69,7 +69,8 @@ struct DecoderLayer {
 
 class DecoderModel final : public CausalLM {
  public:
-  DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const DecoderSpec& spec);
+  DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const BuildProgress& progress,
+               const DecoderSpec& spec);
   Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const override;
 
  private:

@@ -5,7 +5,8 @@
 
 namespace opchain {
 
-std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights, const DeviceContext& device) {
+std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights, const DeviceContext& device,
+                                      const BuildProgress& progress) {
   static const std::map<std::string, ModelBuilder> builders = {
       {"Qwen3MoeForCausalLM", build_qwen3_moe}, {"Qwen3ForCausalLM", build_qwen3},
       {"Qwen2ForCausalLM", build_qwen2},        {"LlamaForCausalLM", build_llama},
@@ -17,7 +18,7 @@ std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightSto
     for (const auto& [name, b] : builders) known += (known.empty() ? "" : ", ") + name;
     throw FormatError(config.source + ": unknown architecture '" + config.architecture + "'; supported: " + known);
   }
-  return it->second(config, weights, device);
+  return it->second(config, weights, device, progress);
 }
 
 }  // namespace opchain

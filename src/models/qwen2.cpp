@@ -4,8 +4,9 @@
 
 namespace opchain {
 
-std::unique_ptr<CausalLM> build_qwen2(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev) {
-  return std::make_unique<DecoderModel>(c, w, dev, DecoderSpec{MoeKind::None});
+std::unique_ptr<CausalLM> build_qwen2(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
+                                     const BuildProgress& progress) {
+  return std::make_unique<DecoderModel>(c, w, dev, progress, DecoderSpec{MoeKind::None});
 }
 
 }  // namespace opchain

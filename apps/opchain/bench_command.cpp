@@ -1,0 +1,369 @@
+// `opchain bench`: prefill and decode throughput of a model through ModelRunner, set against the
+// memory read bandwidth measured in the same process, so a decode figure reads as a share of what the
+// memory system allows.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "apps/opchain/commands.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "engine/kv_cache.h"
+#include "engine/loaded_model.h"
+#include "engine/model_runner.h"
+
+namespace opchain::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return {n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v.front(), v.back()};
+}
+
+json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+// Deterministic ids spread over the whole vocabulary; `stream` keeps different sequences apart.
+std::vector<int32_t> pseudo_random_ids(uint64_t stream, int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t x = 0x2545f4914f6cdd1dull * (stream + 1);
+  for (auto& id : ids) {
+    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    id = static_cast<int32_t>((z ^ (z >> 31)) % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
+// Streaming read bandwidth over a buffer far larger than the last-level cache, read by the kernels'
+// own thread pool. Returns the best pass in GB/s: the ceiling decode is measured against.
+double measure_read_bandwidth_gbs(size_t bytes, int passes) {
+  using V = uint64_t __attribute__((vector_size(32)));
+  const size_t n = std::max<size_t>(bytes / sizeof(V), 1024);
+  auto buf = std::make_unique_for_overwrite<V[]>(n);
+  ThreadPool& pool = ThreadPool::global();
+  const int threads = pool.num_threads();
+  // Each thread first-touches the part it later reads (page placement on NUMA machines).
+  pool.parallel_for(threads, [&](int, int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      for (size_t i = n * static_cast<size_t>(t) / threads; i < n * static_cast<size_t>(t + 1) / threads; ++i)
+        buf[i] = V{i, i + 1, i + 2, i + 3};
+  });
+  std::vector<uint64_t> sinks(static_cast<size_t>(threads));
+  double best = 0;
+  for (int p = 0; p < passes; ++p) {
+    const auto start = Clock::now();
+    pool.parallel_for(threads, [&](int, int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const size_t b = n * static_cast<size_t>(t) / threads, e = n * static_cast<size_t>(t + 1) / threads;
+        // Four independent accumulators keep several loads in flight.
+        V a0{}, a1{}, a2{}, a3{};
+        size_t i = b;
+        for (; i + 4 <= e; i += 4) {
+          a0 += buf[i];
+          a1 += buf[i + 1];
+          a2 += buf[i + 2];
+          a3 += buf[i + 3];
+        }
+        for (; i < e; ++i) a0 += buf[i];
+        const V s = a0 + a1 + a2 + a3;
+        sinks[static_cast<size_t>(t)] = s[0] + s[1] + s[2] + s[3];
+      }
+    });
+    const double sec = seconds_since(start);
+    best = std::max(best, static_cast<double>(n * sizeof(V)) / sec / 1e9);
+  }
+  // Make the sums observable so the reads cannot be optimised away.
+  volatile uint64_t keep = 0;
+  for (uint64_t s : sinks) keep = keep + s;
+  (void)keep;
+  return best;
+}
+
+// What one decode step of `batch` sequences must read from memory.
+struct DecodeBytes {
+  double weights = 0;  // see kFormula
+  double kv = 0;       // K and V of `depth` cached tokens per sequence (f32)
+};
+
+constexpr const char* kFormula =
+    "bandwidth_share = (weight_bytes_per_step / bandwidth) / measured step time; weight_bytes_per_step = all "
+    "weights except the embedding table and the routed experts + batch embedding rows (+ the whole table when it "
+    "doubles as a tied lm_head) + per MoE layer E*(1-(1-k/E)^B) * bytes of one expert (the expected number of "
+    "distinct experts that B tokens, each choosing k of E uniformly, touch). The KV cache reads (kv_bytes_per_step) "
+    "are reported but not in the share.";
+
+class DecodeByteModel {
+ public:
+  explicit DecodeByteModel(const LoadedModel& m) : c_(m.config) {
+    static const std::regex expert(R"(model\.layers\.(\d+)\.mlp\.experts\.\d+\..*)");
+    std::smatch match;
+    for (const auto& name : m.weights->names()) {
+      const Tensor t = m.weights->get_any_shape(name);
+      const double bytes = static_cast<double>(t.nbytes());
+      if (std::regex_match(name, match, expert)) expert_bytes_[std::stoll(match[1].str())] += bytes;
+      else if (name == "model.embed_tokens.weight") {
+        embed_row_bytes_ = bytes / static_cast<double>(t.size(0));
+        if (c_.tie_word_embeddings && !m.weights->contains("lm_head.weight")) dense_bytes_ += bytes;
+      } else dense_bytes_ += bytes;
+    }
+  }
+
+  DecodeBytes at(int64_t batch, int64_t depth) const {
+    DecodeBytes b;
+    b.weights = dense_bytes_ + embed_row_bytes_ * static_cast<double>(batch);
+    if (c_.num_experts > 0) {
+      const double e = static_cast<double>(c_.num_experts), k = static_cast<double>(c_.num_experts_per_tok);
+      const double distinct = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(batch)));
+      for (const auto& [layer, bytes] : expert_bytes_) b.weights += distinct * bytes / e;
+    }
+    b.kv = static_cast<double>(batch * depth * c_.num_hidden_layers * 2 * c_.num_key_value_heads * c_.head_dim) * 4.0;
+    return b;
+  }
+
+ private:
+  ModelConfig c_;
+  double dense_bytes_ = 0, embed_row_bytes_ = 0;
+  std::map<int64_t, double> expert_bytes_;  // per MoE layer, all its experts
+};
+
+int64_t peak_rss_bytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+std::string fmt(double v, int precision = 1) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(precision) << v;
+  return s.str();
+}
+
+std::string fmt_stats(const Stats& s, int precision = 1) {
+  return fmt(s.median, precision) + " [" + fmt(s.min, precision) + ", " + fmt(s.max, precision) + "]";
+}
+
+struct Opts {
+  std::string model, vendor = "cpu";
+  int threads = 0;
+  std::vector<int64_t> prompt_lens{128, 512};
+  int64_t gen = 64, depth = 512;
+  std::vector<int64_t> batches{1, 8, 32};
+  int reps = 3;
+  int64_t bandwidth_mib = 1024;
+  bool graph = false, eager = false, json = false;
+};
+
+void check_positive(const std::vector<int64_t>& v, const std::string& flag) {
+  if (v.empty()) throw InvalidArgumentError(flag + " needs at least one value");
+  for (int64_t x : v)
+    if (x <= 0) throw InvalidArgumentError(flag + " values must be positive, got " + std::to_string(x));
+}
+
+int run_bench(const Opts& o) {
+  check_positive(o.prompt_lens, "--prompt-lens");
+  check_positive(o.batches, "--batches");
+  if (o.gen <= 0) throw InvalidArgumentError("--gen must be positive, got " + std::to_string(o.gen));
+  if (o.depth < 0) throw InvalidArgumentError("--depth must not be negative, got " + std::to_string(o.depth));
+  if (o.reps <= 0) throw InvalidArgumentError("--reps must be positive, got " + std::to_string(o.reps));
+  if (o.bandwidth_mib <= 0) throw InvalidArgumentError("--bandwidth-mib must be positive");
+  if (o.threads < 0) throw InvalidArgumentError("--threads must be positive, got " + std::to_string(o.threads));
+  if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
+  const int threads = ThreadPool::global().num_threads();
+  if (o.graph) std::cerr << "graph mode not available; running eager\n";
+
+  LoadedModel m = load_model(o.model, o.vendor);
+  const ModelConfig& c = m.config;
+  const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
+  const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const int64_t context = o.depth + o.gen;
+  if (std::max(max_prompt, context) > c.max_position_embeddings)
+    throw InvalidArgumentError("bench needs " + std::to_string(std::max(max_prompt, context)) +
+                               " positions but the model's context is " + std::to_string(c.max_position_embeddings));
+
+  // The decode sequences keep their blocks for the whole run; the prompts borrow theirs one at a time.
+  constexpr int64_t kBlock = 16;
+  const int64_t per_seq = (context + kBlock - 1) / kBlock;
+  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock);
+  ModelRunner runner(*m.model, m.device, cache);
+  auto log = [&](const std::string& s) {
+    if (!o.json) std::cerr << s << std::endl;
+  };
+
+  // Prefill: one sequence, the whole prompt in one step. The untimed first step faults the mapped
+  // weights in, so the first repetition does not pay for the page cache.
+  auto prefill_once = [&](int64_t len, uint64_t stream) {
+    const auto ids = pseudo_random_ids(stream, len, c.vocab_size);
+    std::vector<int32_t> blocks;
+    if (!cache.allocator().allocate(cache.blocks_for(len), blocks)) throw Error("bench: KV cache sized too small");
+    SequenceStep step{ids, 0, blocks, false};
+    const auto start = Clock::now();
+    runner.forward({&step, 1});
+    const double sec = seconds_since(start);
+    cache.allocator().free(blocks);
+    return sec;
+  };
+  log("warm-up prefill of " + std::to_string(o.prompt_lens.front()) + " tokens");
+  prefill_once(o.prompt_lens.front(), 999);
+  json prefill = json::array();
+  std::vector<std::pair<int64_t, Stats>> prefill_rows;
+  for (int64_t len : o.prompt_lens) {
+    std::vector<double> tok_s;
+    for (int r = 0; r < o.reps; ++r) tok_s.push_back(static_cast<double>(len) / prefill_once(len, static_cast<uint64_t>(r)));
+    prefill_rows.emplace_back(len, stats_of(tok_s));
+    prefill.push_back({{"prompt_len", len}, {"tok_s", to_json(prefill_rows.back().second)}});
+    log("prefill " + std::to_string(len) + ": " + fmt_stats(prefill_rows.back().second) + " tok/s");
+  }
+
+  // Decode: every sequence first gets `depth` cached tokens (untimed prefills, several sequences a step
+  // to amortise the weight reads). The smaller batches reuse the first sequences of the largest one, and
+  // each repetition decodes the same positions depth .. depth+gen-1 again, overwriting its own KV rows.
+  std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_batch));
+  for (auto& t : tables)
+    if (!cache.allocator().allocate(per_seq, t)) throw Error("bench: KV cache sized too small");
+  if (o.depth > 0) {
+    log("filling the KV cache: " + std::to_string(max_batch) + " sequences x " + std::to_string(o.depth) + " tokens");
+    const int64_t per_step = std::max<int64_t>(1, std::max<int64_t>(o.depth, 2048) / o.depth);
+    std::vector<std::vector<int32_t>> ids;
+    for (int64_t s = 0; s < max_batch; ++s) ids.push_back(pseudo_random_ids(1000 + static_cast<uint64_t>(s), o.depth, c.vocab_size));
+    for (int64_t s0 = 0; s0 < max_batch; s0 += per_step) {
+      std::vector<SequenceStep> steps;
+      for (int64_t s = s0; s < std::min(max_batch, s0 + per_step); ++s)
+        steps.push_back({ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false});
+      runner.forward(steps);
+    }
+  }
+  // Each decode step feeds fresh pseudo-random tokens: distinct tokens route to distinct experts, as
+  // real sampled continuations do.
+  std::vector<std::vector<int32_t>> gen_ids;
+  for (int64_t s = 0; s < max_batch; ++s) gen_ids.push_back(pseudo_random_ids(5000 + static_cast<uint64_t>(s), o.gen, c.vocab_size));
+  auto decode_step = [&](int64_t batch, int64_t s) {
+    std::vector<SequenceStep> steps;
+    for (int64_t b = 0; b < batch; ++b)
+      steps.push_back({std::span<const int32_t>(gen_ids[static_cast<size_t>(b)].data() + s, 1), o.depth + s,
+                       tables[static_cast<size_t>(b)], false});
+    runner.forward(steps);
+  };
+  struct DecodeRow {
+    int64_t batch;
+    Stats tok_s, ms;
+  };
+  std::vector<DecodeRow> decode_rows;
+  for (int64_t batch : o.batches) {
+    decode_step(batch, 0);  // warm-up: workspace growth and the experts this batch size touches
+    std::vector<double> tok_s, ms;
+    for (int r = 0; r < o.reps; ++r) {
+      const auto start = Clock::now();
+      for (int64_t s = 0; s < o.gen; ++s) decode_step(batch, s);
+      const double sec = seconds_since(start);
+      tok_s.push_back(static_cast<double>(batch * o.gen) / sec);
+      ms.push_back(sec * 1000.0 / static_cast<double>(o.gen));
+    }
+    decode_rows.push_back({batch, stats_of(tok_s), stats_of(ms)});
+    log("decode batch " + std::to_string(batch) + ": " + fmt_stats(decode_rows.back().tok_s) + " tok/s, " +
+        fmt_stats(decode_rows.back().ms, 2) + " ms/step");
+  }
+
+  // Peak RSS before the bandwidth buffer, which would otherwise dominate it.
+  const int64_t rss = peak_rss_bytes();
+  log("measuring memory read bandwidth over " + std::to_string(o.bandwidth_mib) + " MiB");
+  const double bw_gbs = measure_read_bandwidth_gbs(static_cast<size_t>(o.bandwidth_mib) << 20, std::max(3, o.reps));
+
+  const DecodeByteModel byte_model(m);
+  json decode = json::array();
+  for (const auto& row : decode_rows) {
+    const DecodeBytes bytes = byte_model.at(row.batch, o.depth);
+    const double bound_ms = bytes.weights / (bw_gbs * 1e9) * 1000.0;
+    decode.push_back({{"batch", row.batch},
+                      {"tok_s", to_json(row.tok_s)},
+                      {"ms_per_step", to_json(row.ms)},
+                      {"weight_bytes_per_step", bytes.weights},
+                      {"kv_bytes_per_step", bytes.kv},
+                      {"bound_ms_per_step", bound_ms},
+                      {"bandwidth_share", bound_ms / row.ms.median}});
+  }
+  const std::string mode = "eager";  // graph mode is not implemented yet
+  json out = {{"model", o.model},
+              {"architecture", c.architecture},
+              {"layers", c.num_hidden_layers},
+              {"vendor", o.vendor},
+              {"threads", threads},
+              {"mode", mode},
+              {"requested_mode", o.graph ? "graph" : "eager"},
+              {"depth", o.depth},
+              {"gen", o.gen},
+              {"reps", o.reps},
+              {"load_s", m.load_seconds},
+              {"weight_bytes", m.weights->total_bytes()},
+              {"peak_rss_bytes", rss},
+              {"bandwidth_gbs", bw_gbs},
+              {"bandwidth_share_formula", kFormula},
+              {"prefill", prefill},
+              {"decode", decode}};
+  if (o.json) {
+    std::cout << out.dump(2) << std::endl;
+    return 0;
+  }
+  std::cout << "model " << o.model << " (" << c.architecture << ", " << c.num_hidden_layers << " layers, "
+            << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor
+            << ", " << threads << " threads, " << mode << "\n"
+            << "load " << fmt(m.load_seconds, 2) << " s, peak RSS " << fmt(static_cast<double>(rss) / 1e9, 2)
+            << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n"
+            << "figures: median [min, max] over " << o.reps << " repetitions\n\n";
+  std::cout << std::left << std::setw(12) << "prompt_len" << "prefill tok/s\n";
+  for (const auto& [len, s] : prefill_rows) std::cout << std::setw(12) << len << fmt_stats(s) << "\n";
+  std::cout << "\ndecode at depth " << o.depth << ", " << o.gen << " steps\n"
+            << std::setw(7) << "batch" << std::setw(28) << "tok/s" << std::setw(28) << "ms/step" << std::setw(14)
+            << "weights MB" << std::setw(11) << "bound ms" << "bw share\n";
+  for (size_t i = 0; i < decode_rows.size(); ++i) {
+    const auto& row = decode_rows[i];
+    const auto& d = decode[i];
+    std::cout << std::setw(7) << row.batch << std::setw(28) << fmt_stats(row.tok_s) << std::setw(28) << fmt_stats(row.ms, 2)
+              << std::setw(14) << fmt(d["weight_bytes_per_step"].get<double>() / 1e6)
+              << std::setw(11) << fmt(d["bound_ms_per_step"].get<double>(), 2)
+              << fmt(100.0 * d["bandwidth_share"].get<double>()) << "%\n";
+  }
+  std::cout << "\n" << kFormula << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Prefill and decode throughput against the measured memory bandwidth");
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--threads", o->threads, "kernel threads (default: all cores)");
+  cmd->add_option("--prompt-lens", o->prompt_lens, "prefill prompt lengths, comma-separated")->delimiter(',');
+  cmd->add_option("--gen", o->gen, "timed decode steps per repetition");
+  cmd->add_option("--batches", o->batches, "decode batch sizes, comma-separated")->delimiter(',');
+  cmd->add_option("--depth", o->depth, "tokens already cached per sequence when decode starts");
+  cmd->add_option("--reps", o->reps, "repetitions of each measurement");
+  cmd->add_option("--vendor", o->vendor, "kernel vendor: cpu or reference");
+  cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read by the bandwidth measurement (keep it >> last-level cache)");
+  auto* graph = cmd->add_flag("--graph", o->graph, "captured-graph decode (not available yet: runs eager)");
+  auto* eager = cmd->add_flag("--eager", o->eager, "eager decode (default)");
+  graph->excludes(eager);
+  cmd->add_flag("--json", o->json, "print one JSON object on stdout");
+  return [o] { return run_bench(*o); };
+}
+
+}  // namespace opchain::cli

@@ -1,0 +1,83 @@
+#include "apps/opchain/model_session.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace opchain::cli {
+
+void EngineFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--model", model, "Hugging Face model directory")->required();
+  cmd->add_option("--vendor", vendor, "kernel vendor (cpu, reference)");
+  cmd->add_option("--threads", threads, "worker threads (default: all cores)");
+  cmd->add_option("--block-size", block_size, "KV cache block size in tokens");
+  cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB");
+  cmd->add_option("--max-batch", max_batch, "most sequences in one step");
+  cmd->add_option("--max-tokens-per-step", max_tokens_per_step, "token budget of one step");
+  cmd->add_option("--prefill-chunk", prefill_chunk, "most prompt tokens of one sequence per step");
+}
+
+static size_t resident_bytes() {
+  std::ifstream in("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+static std::string human_count(int64_t n) {
+  char buf[32];
+  if (n >= 1000000000) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  return buf;
+}
+
+std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_tokenizer) {
+  if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
+  auto s = std::make_unique<ModelSession>();
+  const bool tty = isatty(STDERR_FILENO);
+  BuildProgress progress;
+  if (tty) {
+    progress = [](int64_t done, int64_t total) {
+      const int width = 30;
+      const int filled = static_cast<int>(width * done / std::max<int64_t>(total, 1));
+      std::fprintf(stderr, "\rloading [%s%s] %lld/%lld layers", std::string(static_cast<size_t>(filled), '#').c_str(),
+                   std::string(static_cast<size_t>(width - filled), ' ').c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total));
+      if (done == total) std::fprintf(stderr, "\r\033[K");
+    };
+  }
+  s->loaded = load_model(f.model, f.vendor, progress);
+  const std::string tok_path = (std::filesystem::path(f.model) / "tokenizer.json").string();
+  if (std::filesystem::exists(tok_path)) s->tokenizer = Tokenizer::from_file(tok_path);
+  else if (need_tokenizer) throw FormatError("no tokenizer.json in " + f.model + " (needed for text prompts)");
+  try {
+    s->chat_template = ChatTemplate::from_model_dir(f.model);
+  } catch (const FormatError&) {
+    s->chat_template.reset();  // no template: --chat reports it when asked
+  }
+  s->defaults = load_generation_defaults(f.model, s->loaded.config.eos_token_ids);
+  EngineConfig ec;
+  ec.block_size = f.block_size;
+  ec.kv_cache_bytes = static_cast<size_t>(f.kv_cache_mb) << 20;
+  ec.max_batch = f.max_batch;
+  ec.max_tokens_per_step = f.max_tokens_per_step;
+  ec.prefill_chunk = f.prefill_chunk;
+  s->engine = std::make_unique<LLMEngine>(*s->loaded.model, s->loaded.device, s->tokenizer ? &*s->tokenizer : nullptr,
+                                          ec, s->defaults.eos_ids);
+  const auto& c = s->loaded.config;
+  std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
+               c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),
+               std::string(dtype_name(s->loaded.weights->dominant_dtype())).c_str(), static_cast<int>(c.num_hidden_layers),
+               f.vendor.c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
+               s->loaded.weights->total_bytes() / 1048576.0);
+  return s;
+}
+
+}  // namespace opchain::cli

@@ -1,0 +1,39 @@
+#pragma once
+// What generate, chat and serve share: a loaded model, its tokenizer, chat template, generation
+// defaults and an engine, plus the engine flags they all accept.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "engine/generation_config.h"
+#include "engine/llm_engine.h"
+#include "engine/loaded_model.h"
+#include "io/chat_template.h"
+#include "io/tokenizer.h"
+
+namespace opchain::cli {
+
+struct EngineFlags {
+  std::string model, vendor = "cpu";
+  int threads = 0;
+  int64_t block_size = 16;
+  int64_t kv_cache_mb = 512;
+  int64_t max_batch = 64;
+  int64_t max_tokens_per_step = 2048;
+  int64_t prefill_chunk = 512;
+  void add_to(CLI::App* cmd);
+};
+
+struct ModelSession {
+  LoadedModel loaded;
+  std::optional<Tokenizer> tokenizer;
+  std::optional<ChatTemplate> chat_template;  // absent when the model has none
+  GenerationDefaults defaults;
+  std::unique_ptr<LLMEngine> engine;
+};
+
+// Loads everything, drawing a progress bar on a terminal, then prints one summary line to stderr.
+std::unique_ptr<ModelSession> open_session(const EngineFlags& flags, bool need_tokenizer);
+
+}  // namespace opchain::cli

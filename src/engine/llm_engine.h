@@ -1,0 +1,143 @@
+#pragma once
+// The serving engine: requests join and leave a running batch at any step (continuous batching),
+// long prompts are prefilled in chunks under a per-step token budget, and when the paged KV cache
+// runs out of blocks the newest running sequence is preempted and later recomputed (its tokens are
+// kept, so its output does not change). add_request/abort are thread-safe; step() runs on one thread.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <condition_variable>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "engine/detokenizer.h"
+#include "engine/kv_cache.h"
+#include "engine/model_runner.h"
+#include "engine/sampler.h"
+#include "engine/stop_matcher.h"
+
+namespace opchain {
+
+class Tokenizer;
+
+struct EngineConfig {
+  int64_t block_size = 16;
+  int64_t num_blocks = 0;                  // 0: derive from kv_cache_bytes
+  size_t kv_cache_bytes = 512ull << 20;
+  int64_t max_batch = 64;                  // running sequences
+  int64_t max_tokens_per_step = 2048;      // token budget of one step (decode tokens + prefill chunks)
+  int64_t prefill_chunk = 512;             // most prompt tokens of one sequence in one step
+  int64_t max_queue = 1024;                // waiting requests beyond which add_request refuses
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  int64_t max_new_tokens = 256;
+  std::vector<std::string> stop;          // stop strings (not included in the text)
+  std::vector<int32_t> stop_token_ids;    // empty: the model's eos ids
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+};
+
+enum class FinishReason { None, Stop, Length, Aborted };
+const char* finish_reason_name(FinishReason r);
+
+// One streaming update: the tokens and text a step added to a request.
+struct StreamEvent {
+  uint64_t request_id = 0;
+  int32_t token = -1;        // the token sampled this step (-1 on an abort)
+  std::string text_delta;    // complete UTF-8 text that became safe to show
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::None;
+};
+using StreamCallback = std::function<void(const StreamEvent&)>;
+
+struct RequestOutput {
+  uint64_t request_id = 0;
+  std::vector<int32_t> ids;  // generated ids (the eos id included when it stopped the request)
+  std::string text;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  FinishReason finish_reason = FinishReason::None;
+};
+
+struct EngineStats {
+  int64_t running = 0, waiting = 0;
+  int64_t blocks_used = 0, blocks_free = 0;
+  int64_t preemptions = 0;
+  int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
+  int64_t steps = 0;
+  double last_step_ms = 0;
+};
+
+class QueueFullError : public InvalidArgumentError {
+ public:
+  using InvalidArgumentError::InvalidArgumentError;
+};
+
+class LLMEngine {
+ public:
+  // `tokenizer` may be null (no text, ids only). eos_ids: the default stop tokens.
+  LLMEngine(const CausalLM& model, const DeviceContext& device, const Tokenizer* tokenizer, EngineConfig config,
+            std::vector<int32_t> eos_ids);
+  ~LLMEngine();
+
+  // Validates (empty prompt, ids outside the vocabulary, prompt + max_new_tokens past the context or
+  // the KV cache, sampling parameters) and queues. Throws InvalidArgumentError / QueueFullError.
+  uint64_t add_request(GenerationRequest request, StreamCallback on_event = {});
+  // Finishes the request with FinishReason::Aborted at the next step and frees its KV blocks.
+  void abort(uint64_t request_id);
+
+  // Runs one scheduling step if there is work; returns false when idle.
+  bool step();
+  bool has_work() const;
+  // Blocks until there is work or `timeout_ms` passes (for a serving loop).
+  void wait_for_work(int timeout_ms) const;
+  // Runs the given requests to completion together; outputs in input order.
+  std::vector<RequestOutput> generate(std::vector<GenerationRequest> requests);
+  // The finished output of a request (kept until taken).
+  std::optional<RequestOutput> take_output(uint64_t request_id);
+
+  // Thread-safe snapshot, refreshed after every step.
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }
+  int64_t max_context() const;
+
+ private:
+  struct Sequence;
+  void drain_inbox();
+  void finish(Sequence& s, FinishReason reason);
+  void preempt(Sequence& s);
+  bool ensure_blocks(Sequence& s, int64_t tokens);
+  void emit(Sequence& s, int32_t token);
+  void publish_stats(double step_ms);  // step_ms < 0: counts only
+
+  const CausalLM& model_;
+  const Tokenizer* tokenizer_;
+  EngineConfig config_;
+  std::vector<int32_t> eos_ids_;
+  std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<ModelRunner> runner_;
+
+  mutable std::mutex inbox_mu_;
+  mutable std::condition_variable inbox_cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::vector<uint64_t> aborts_;
+  uint64_t next_id_ = 1;
+  int64_t queued_ = 0;  // inbox + waiting, for max_queue
+
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;
+  std::vector<std::unique_ptr<Sequence>> all_;
+  std::vector<RequestOutput> finished_;
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+};
+
+}  // namespace opchain
