@@ -30,6 +30,14 @@ inline void silu_and_mul_rows(const Tensor& x, const Tensor& out) {
     for (int64_t c = 0; c < i_size; ++c) out.data<float>()[r * i_size + c] = silu(in[c]) * in[i_size + c];
   }
 }
+// transformers: variance in f32, x * rsqrt(var + eps), cast back to the input dtype, then * weight.
+inline void rms_norm_row(const float* x, const Tensor& w, float eps, int64_t h, float* out) {
+  float ss = 0.0f;
+  for (int64_t c = 0; c < h; ++c) ss += x[c] * x[c];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(h) + eps);
+  for (int64_t c = 0; c < h; ++c) out[c] = x[c] * inv * load_as_f32(w.raw(), w.dtype(), static_cast<size_t>(c));
+}
+
 }  // namespace reference
 
 }  // namespace opchain

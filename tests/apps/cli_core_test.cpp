@@ -1,0 +1,112 @@
+// The core CLI commands as a user runs them: logits, ops, trace; and bad input gives one clear line
+// and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "apps/cli_run.h"
+#include "io/npy.h"
+
+namespace opchain {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(CliLogits, WritesNpyEqualToReference) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto out = fs::temp_directory_path() / ("opchain-logits-" + std::to_string(::getpid()) + ".npy");
+  const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir + "/ids.txt --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const NpyArray got = read_npy_f32(out.string()), ref = read_npy_f32(dir + "/ref_logits.npy");
+  ASSERT_EQ(got.shape, ref.shape);
+  float worst = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) worst = std::max(worst, std::fabs(got.data[i] - ref.data[i]));
+  EXPECT_LE(worst, 1e-3f);
+  fs::remove(out);
+}
+
+TEST(CliLogits, BadInputsGiveOneLineAndNonZeroExit) {
+  const auto tmp = fs::temp_directory_path() / ("opchain-bad-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  const std::string good = test::model_dir("tiny-qwen3-moe");
+  // Unknown architecture.
+  fs::copy(good, tmp / "arch", fs::copy_options::recursive);
+  fs::permissions(tmp / "arch", fs::perms::owner_all, fs::perm_options::add);
+  {
+    std::ifstream in(tmp / "arch" / "config.json");
+    std::string cfg((std::istreambuf_iterator<char>(in)), {});
+    cfg.replace(cfg.find("Qwen3MoeForCausalLM"), 19, "MysteryForCausalLM");
+    fs::permissions(tmp / "arch" / "config.json", fs::perms::owner_write, fs::perm_options::add);
+    std::ofstream(tmp / "arch" / "config.json") << cfg;
+  }
+  // Truncated weights.
+  fs::copy(good, tmp / "trunc", fs::copy_options::recursive);
+  fs::permissions(tmp / "trunc" / "model.safetensors", fs::perms::owner_write, fs::perm_options::add);
+  fs::resize_file(tmp / "trunc" / "model.safetensors", 1000);
+  struct Case {
+    std::string args, expect;
+  };
+  const std::vector<Case> cases = {
+      {"logits --model " + (tmp / "arch").string() + " --ids 1,2", "MysteryForCausalLM"},
+      {"logits --model " + (tmp / "trunc").string() + " --ids 1,2", "model.safetensors"},
+      {"logits --model /nonexistent --ids 1,2", "config.json"},
+      {"logits --model " + good + " --ids 1,99999", "outside the vocabulary"},
+      {"logits --model " + good + " --ids 1,x", "bad token id 'x'"},
+      {"logits --model " + good + " --ids 1 --vendor tpu", "unknown vendor 'tpu'"},
+  };
+  for (const auto& c : cases) {
+    const auto r = test::run_opchain(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  fs::remove_all(tmp);
+}
+
+TEST(CliOps, JsonListsEveryKeyForBothVendors) {
+  const auto r = test::run_opchain("ops --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.is_array());
+  std::set<std::string> keys;
+  for (const auto& row : j) {
+    keys.insert(row["key"].get<std::string>());
+    EXPECT_FALSE(row["vendors"]["reference"].empty()) << row["key"];
+    EXPECT_FALSE(row["vendors"]["cpu"].empty()) << row["key"];
+    EXPECT_FALSE(row["schema"].get<std::string>().empty());
+  }
+  for (const char* k : {"embedding", "linear", "rms_norm", "add_rms_norm", "apply_rotary_pos_emb", "fill_kv_cache",
+                        "prefill_attention", "paged_prefill_attention", "paged_decode_attention", "silu_and_mul",
+                        "moe_gating_topk_softmax", "fused_moe", "moe_init_routing", "grouped_matmul", "swiglu",
+                        "moe_token_unpermute"})
+    EXPECT_TRUE(keys.count(k)) << k;
+  const auto table = test::run_opchain("ops");
+  EXPECT_NE(table.out.find("fused_moe"), std::string::npos);
+}
+
+TEST(CliTrace, ShowsTheFiveLayerChainAndWritesChromeTrace) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto chrome = fs::temp_directory_path() / ("opchain-trace-" + std::to_string(::getpid()) + ".json");
+  const auto r = test::run_opchain("trace --model " + dir + " --ids 1,2,3 --decode-steps 1 --chrome-trace " + chrome.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("model.layers.1.mlp.experts -> FusedMoE -> FusedMoe -> DefaultFusedMoeImpl -> fused_moe -> cpu:"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("comm=local"), std::string::npos);
+  EXPECT_NE(r.out.find("is_decoding=1"), std::string::npos);
+  EXPECT_NE(r.out.find("is_decoding=0"), std::string::npos);
+  EXPECT_NE(r.out.find("    "), std::string::npos);  // fused_moe's sub-kernels are indented under it
+  for (const char* sub : {"moe_init_routing", "grouped_matmul", "swiglu", "moe_token_unpermute"})
+    EXPECT_NE(r.out.find(sub), std::string::npos) << sub;
+  const auto j = nlohmann::json::parse(test::slurp(chrome));
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  EXPECT_GT(j["traceEvents"].size(), 20u);
+  EXPECT_EQ(j["traceEvents"][0]["ph"], "X");
+  fs::remove(chrome);
+}
+
+}  // namespace
+}  // namespace opchain

@@ -1,0 +1,80 @@
+// The five layers hold only if nothing skips one: models include no backends/ops/vendors headers,
+// nn includes no vendor headers, ops contain no vendor headers either.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "test_paths.h"
+
+namespace opchain {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> violations(const std::string& folder, const std::regex& forbidden) {
+  std::vector<std::string> out;
+  const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  for (const auto& entry : fs::recursive_directory_iterator(test::source_dir() + "/src/" + folder)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    int no = 0;
+    while (std::getline(in, line)) {
+      ++no;
+      std::smatch m;
+      if (std::regex_search(line, m, include) && std::regex_search(m[1].str(), forbidden))
+        out.push_back(entry.path().string() + ":" + std::to_string(no) + ": " + line);
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+TEST(Layering, ModelsIncludeNoBackendsOpsOrVendors) {
+  const auto bad = violations("models", std::regex("^(backends|ops|vendors)/"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, NnIncludesNoVendors) {
+  const auto bad = violations("nn", std::regex("^vendors/"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, OpsIncludeNoVendorsBackendsOrModels) {
+  const auto bad = violations("ops", std::regex("^(vendors|backends|nn|models)/"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, VendorsKnowNothingAboutModels) {
+  const auto bad = violations("vendors", std::regex("^(models|nn|engine)/"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, TheCheckSeesAViolation) {
+  // Guard against a scanner that can never fail: a crafted file under a temp tree is caught.
+  const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::smatch m;
+  const std::string line = "#include \"vendors/cpu/cpu_kernels.h\"";
+  ASSERT_TRUE(std::regex_search(line, m, include));
+  EXPECT_TRUE(std::regex_search(m[1].str(), std::regex("^(backends|ops|vendors)/")));
+}
+
+TEST(Layering, EveryOpHasAReferenceKernelFile) {
+  for (const auto& entry : fs::directory_iterator(test::source_dir() + "/src/ops")) {
+    const std::string name = entry.path().stem().string();
+    if (entry.path().extension() != ".h" || name == "registry" || name == "op_table" || name == "step_metadata" ||
+        name == "expert_weights")
+      continue;
+    EXPECT_TRUE(fs::exists(test::source_dir() + "/src/vendors/reference/" + name + ".cpp")) << name;
+  }
+}
+
+}  // namespace
+}  // namespace opchain
