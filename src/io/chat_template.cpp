@@ -1,0 +1,192 @@
+#include "io/chat_template.h"
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "io/jinja.h"
+
+namespace opchain {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FormatError("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw FormatError("error reading " + path.string());
+  return ss.str();
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  const std::string text = read_file(path);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw FormatError(path.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+// Special tokens are serialized either as plain strings or as AddedToken objects; unset -> "".
+std::string token_text(const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object()) {
+    const auto content = it->find("content");
+    if (content != it->end() && content->is_string()) return content->get<std::string>();
+  }
+  return "";
+}
+
+// tokenizer_config.json's chat_template: a string, or a list of named templates.
+std::optional<std::string> template_from_config(const nlohmann::json& config, const fs::path& path) {
+  const auto it = config.find("chat_template");
+  if (it == config.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    std::string names;
+    for (const auto& entry : *it) {
+      if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
+          !entry["name"].is_string() || !entry["template"].is_string()) {
+        throw FormatError(path.string() + ": chat_template list entries must be {name, template} strings");
+      }
+      if (entry["name"] == "default") return entry["template"].get<std::string>();
+      names += (names.empty() ? "" : ", ") + entry["name"].get<std::string>();
+    }
+    throw FormatError(path.string() + ": has several chat templates (" + names +
+                      ") and none is named 'default'");
+  }
+  throw FormatError(path.string() + ": chat_template must be a string or a list of {name, template}");
+}
+
+jinja::Template compile(const std::string& source, const std::string& origin) {
+  try {
+    // transformers' environment: trim_blocks=True, lstrip_blocks=True.
+    return jinja::Template::parse(source, jinja::Options{true, true, false});
+  } catch (const FormatError& e) {
+    throw FormatError(origin + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
+                           std::shared_ptr<const jinja::Template> tmpl)
+    : source_(std::move(source)),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)),
+      template_(std::move(tmpl)) {}
+
+ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
+  const fs::path root(dir);
+  const fs::path jinja_path = root / "chat_template.jinja";
+  const fs::path config_path = root / "tokenizer_config.json";
+  const fs::path json_path = root / "chat_template.json";
+
+  nlohmann::json config = nlohmann::json::object();
+  if (fs::exists(config_path)) {
+    config = read_json(config_path);
+    if (!config.is_object()) throw FormatError(config_path.string() + ": expected a JSON object");
+  }
+
+  std::optional<std::string> source;
+  fs::path origin;
+  if (fs::exists(jinja_path)) {
+    source = read_file(jinja_path);
+    origin = jinja_path;
+  }
+  if (!source) {
+    source = template_from_config(config, config_path);
+    origin = config_path;
+  }
+  if (!source && fs::exists(json_path)) {
+    // Processor-style chat_template.json: {"chat_template": "..."}.
+    const nlohmann::json j = read_json(json_path);
+    if (j.is_object()) source = template_from_config(j, json_path);
+    origin = json_path;
+  }
+  if (!source) {
+    throw FormatError("no chat template in " + dir +
+                      ": looked for chat_template.jinja, \"chat_template\" in tokenizer_config.json, "
+                      "and chat_template.json");
+  }
+  auto tmpl = std::make_shared<const jinja::Template>(compile(*source, origin.string()));
+  ChatTemplate result(std::move(*source), token_text(config, "bos_token"), token_text(config, "eos_token"),
+                      std::move(tmpl));
+  for (const char* name : {"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+    std::string text = token_text(config, name);
+    if (!text.empty()) result.other_tokens_.emplace_back(name, std::move(text));
+  }
+  if (const auto it = config.find("additional_special_tokens"); it != config.end() && it->is_array()) {
+    for (const auto& token : *it) {
+      if (token.is_string()) {
+        result.additional_special_tokens_.push_back(token.get<std::string>());
+      } else if (token.is_object() && token.contains("content") && token["content"].is_string()) {
+        result.additional_special_tokens_.push_back(token["content"].get<std::string>());
+      }
+    }
+  }
+  return result;
+}
+
+ChatTemplate ChatTemplate::from_string(std::string source, std::string bos_token, std::string eos_token) {
+  auto tmpl = std::make_shared<const jinja::Template>(compile(source, "chat template"));
+  return ChatTemplate(std::move(source), std::move(bos_token), std::move(eos_token), std::move(tmpl));
+}
+
+template <class Json>
+std::string ChatTemplate::render_impl(const Json& messages, const Json& tools, bool add_generation_prompt,
+                                      const Json& extra_kwargs) const {
+  if (!messages.is_array()) {
+    throw InvalidArgumentError("chat template: messages must be a JSON array, got " +
+                               std::string(messages.type_name()));
+  }
+  if (!extra_kwargs.is_null() && !extra_kwargs.is_object()) {
+    throw InvalidArgumentError("chat template: extra kwargs must be a JSON object, got " +
+                               std::string(extra_kwargs.type_name()));
+  }
+  // Same variables, in the same order, as transformers' render call:
+  // render(messages=..., tools=..., documents=None, add_generation_prompt=...,
+  //        **special_tokens_map, **kwargs)
+  Json context = Json::object();
+  context["messages"] = messages;
+  context["tools"] = tools;
+  context["documents"] = nullptr;
+  context["add_generation_prompt"] = add_generation_prompt;
+  // special_tokens_map only lists tokens that are set.
+  if (!bos_token_.empty()) context["bos_token"] = bos_token_;
+  if (!eos_token_.empty()) context["eos_token"] = eos_token_;
+  for (const auto& [name, text] : other_tokens_) context[name] = text;
+  if (!additional_special_tokens_.empty()) context["additional_special_tokens"] = additional_special_tokens_;
+  if (extra_kwargs.is_object()) {
+    for (auto it = extra_kwargs.begin(); it != extra_kwargs.end(); ++it) {
+      if (it.key() == "messages" || it.key() == "tools" || it.key() == "add_generation_prompt") {
+        throw InvalidArgumentError("chat template: extra kwargs may not redefine '" + it.key() +
+                                   "'; pass it as the dedicated argument");
+      }
+      context[it.key()] = it.value();
+    }
+  }
+  return template_->render(context);
+}
+
+std::string ChatTemplate::render(const nlohmann::json& messages, const nlohmann::json& tools,
+                                 bool add_generation_prompt, const nlohmann::json& extra_kwargs) const {
+  return render_impl(messages, tools, add_generation_prompt, extra_kwargs);
+}
+
+std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                 bool add_generation_prompt,
+                                 const nlohmann::ordered_json& extra_kwargs) const {
+  return render_impl(messages, tools, add_generation_prompt, extra_kwargs);
+}
+
+}  // namespace opchain
