@@ -11,14 +11,24 @@ Tracer* Tracer::active() { return g_active; }
 void Tracer::set_active(Tracer* t) { g_active = t; }
 
 size_t Tracer::begin(TraceEvent e) {
+  if (!open_.empty() && e.module_path.empty()) {
+    // A sub-kernel launched by a vendor kernel has no call site of its own: it belongs to the
+    // module of the launch that contains it, reached through that launch's vendor kernel.
+    const TraceEvent& parent = events_[open_.back()];
+    e.module_path = parent.module_path;
+    e.nn_module = parent.nn_module;
+    e.impl = parent.kernel;
+  }
   e.depth = depth_++;
   e.start_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
   events_.push_back(std::move(e));
+  open_.push_back(events_.size() - 1);
   return events_.size() - 1;
 }
 
 void Tracer::end(size_t index) {
   --depth_;
+  if (!open_.empty()) open_.pop_back();
   const double now = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
   events_[index].dur_us = now - events_[index].start_us;
 }

@@ -38,6 +38,7 @@ class Tracer {
 
  private:
   std::vector<TraceEvent> events_;
+  std::vector<size_t> open_;  // launches still running, innermost last
   std::chrono::steady_clock::time_point origin_;
   int depth_ = 0;
 };

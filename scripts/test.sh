@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test — the C++ suite in a
+# release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python
+# tests that drive the binaries from outside (the HTTP server with the official openai client).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+
+echo "== release build"
+scripts/build.sh release
+echo "== release tests"
+ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
+
+echo "== ASan + UBSan build"
+scripts/build.sh asan
+echo "== ASan + UBSan tests"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1800
+
+if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
+  echo "== Python tests (server, from outside)"
+  python3 -m pip install -q -r tests/server/requirements.txt
+  OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server
+fi
