@@ -166,12 +166,12 @@ Tensor WeightStore::get_any_shape(const std::string& name) const {
 
 Tensor WeightStore::get(const std::string& name, const Shape& expected) const {
   Tensor t = get_any_shape(name);
-  if (!(t.shape() == expected))
-    throw FormatError("tensor '" + name + "' in " + file_of(name) + " has shape " + t.shape().str() + ", expected " +
-                      expected.str());
   if (t.dtype() != DType::F32 && t.dtype() != DType::BF16 && t.dtype() != DType::F16)
     throw FormatError("tensor '" + name + "' in " + file_of(name) + " has dtype " + std::string(dtype_name(t.dtype())) +
                       ", expected f32, f16 or bf16");
+  if (!(t.shape() == expected))
+    throw FormatError("tensor '" + name + "' in " + file_of(name) + " has shape " + t.shape().str() + ", expected " +
+                      expected.str());
   return t;
 }
 
