@@ -1,0 +1,166 @@
+#include "vendors/cpu/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/simd.h"
+
+namespace opchain::cpu {
+
+namespace {
+
+constexpr int64_t kQueryTile = 16;  // queries of one sequence per work item
+constexpr int64_t kKvChunk = 32;    // kv positions per online-softmax step (absolute: [32c, 32c + 32))
+constexpr int64_t kMaxItemRows = 128;  // (query, head) rows per work item, bounding its state
+
+struct Item {
+  int64_t seq, h0, h1, i0, i1;  // kv heads [h0, h1) and queries [i0, i1) of sequence `seq`
+};
+
+// Row r of an item is (kv head hh = h0 + r / (nq * group), query i0 + (r / group) % nq, head h = r % group):
+// each kv head's rows are contiguous.
+void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const Item& it) {
+  const int64_t d = job.d, group = job.hq / job.hk, nq = it.i1 - it.i0, nh = it.h1 - it.h0;
+  const int64_t head_rows = nq * group, rows = nh * head_rows;
+  // Running max m, denominator l, numerator acc[d] and the chunk's scores of every row; q pointers.
+  thread_local std::vector<float> state;
+  thread_local std::vector<const float*> ptr_buf;
+  float* st = scratch(state, static_cast<size_t>(rows * (d + 2 + kKvChunk)));
+  float* m = st;
+  float* l = st + rows;
+  float* score = st + 2 * rows;          // [rows, kKvChunk]
+  float* acc = score + rows * kKvChunk;  // [rows, d]
+  const float** ptrs = scratch(ptr_buf, static_cast<size_t>(rows + 2 * kKvChunk));
+  const float** qrows = ptrs;
+  const float** kp = ptrs + rows;
+  const float** vp = kp + kKvChunk;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t hh = it.h0 + r / head_rows, i = it.i0 + (r / group) % nq, h = r % group;
+    qrows[r] = job.q + ((s.q_row0 + i) * job.hq + hh * group + h) * d;
+    m[r] = -std::numeric_limits<float>::infinity();
+    l[r] = 0.0f;
+  }
+  std::fill(acc, acc + rows * d, 0.0f);
+
+  const int64_t max_visible = s.past + it.i1;  // the last query's
+  int64_t base[kKvChunk];                      // offset of each chunk position's row (kv head 0)
+  float e[kKvChunk];
+  auto row_offset = [&](int64_t p) {  // of kv position p, kv head 0; the same in the k and v caches
+    int64_t row;
+    if (job.paged) {
+      const int64_t block = job.block_tables[s.b * job.max_blocks + p / job.block_size];
+      row = block * job.block_size + p % job.block_size;
+    } else {
+      row = s.kv_row0 + p;
+    }
+    return row * job.hk * d;
+  };
+  // A position's rows of heads [h0, h1) are contiguous, but consecutive positions are hk * d floats
+  // apart (a page apart in the paged layout once hk * d >= 1024): prefetch the next chunk meanwhile.
+  auto prefetch_chunk = [&](int64_t p0) {
+    const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t off = row_offset(p) + it.h0 * d;
+      for (int64_t c = 0; c < nh * d; c += 16) {
+        __builtin_prefetch(job.k + off + c, 0, 3);
+        __builtin_prefetch(job.v + off + c, 0, 3);
+      }
+    }
+  };
+  if (max_visible > 0) prefetch_chunk(0);
+  for (int64_t p0 = 0; p0 < max_visible; p0 += kKvChunk) {
+    const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
+    for (int64_t p = p0; p < p1; ++p) base[p - p0] = row_offset(p);
+    if (p1 < max_visible) prefetch_chunk(p1);
+    // Queries that see this chunk at all are a suffix [first, i1) of the tile.
+    int64_t first = it.i0;
+    while (s.past + first + 1 <= p0) ++first;
+    for (int64_t hh = it.h0; hh < it.h1; ++hh) {
+      for (int64_t p = p0; p < p1; ++p) {
+        kp[p - p0] = job.k + base[p - p0] + hh * d;
+        vp[p - p0] = job.v + base[p - p0] + hh * d;
+      }
+      // Scores for every position of the chunk (each the fixed-order dot, whatever the block shape);
+      // positions a row must not see are left out below.
+      const int64_t r0 = (hh - it.h0) * head_rows + (first - it.i0) * group, r1 = (hh - it.h0 + 1) * head_rows;
+      sk.dot_block(qrows + r0, r1 - r0, kp, p1 - p0, d, score + r0 * kKvChunk, kKvChunk);
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
+        const int64_t cnt = std::min(p1, visible) - p0;
+        float* sr = score + r * kKvChunk;
+        float chunk_max = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < cnt; ++j) {
+          sr[j] *= job.scale;
+          chunk_max = std::max(chunk_max, sr[j]);
+        }
+        float* a = acc + r * d;
+        if (chunk_max > m[r]) {  // rescale what was summed under the old max
+          const float alpha = std::exp(m[r] - chunk_max);
+          l[r] *= alpha;
+          sk.scale(a, alpha, d);
+          m[r] = chunk_max;
+        }
+        for (int64_t j = 0; j < cnt; ++j) {
+          e[j] = std::exp(sr[j] - m[r]);
+          l[r] += e[j];
+        }
+        sk.axpy_multi(a, e, vp, cnt, d);
+      }
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = job.out + (qrows[r] - job.q);
+    const float* a = acc + r * d;
+    if (l[r] > 0.0f) {
+      for (int64_t c = 0; c < d; ++c) out[c] = a[c] / l[r];
+    } else {  // no visible position: reference's empty softmax gives zeros
+      std::fill(out, out + d, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
+  if (job.hk <= 0 || job.hq <= 0 || job.d <= 0) return;
+  const SimdKernels& sk = simd();
+  const int64_t group = job.hq / job.hk;
+  // kv heads per item: all of them (each position's rows read contiguously) unless the pool needs more
+  // items, or the item's state would grow past kMaxItemRows rows. The split never changes a result.
+  int64_t tiles = 0, tile_q = 1;
+  for (int64_t i = 0; i < count; ++i) {
+    tiles += (seqs[i].q_len + kQueryTile - 1) / kQueryTile;
+    tile_q = std::max(tile_q, std::min(seqs[i].q_len, kQueryTile));
+  }
+  const int64_t threads = ThreadPool::global().num_threads();
+  const int64_t split = std::clamp<int64_t>((2 * threads + std::max<int64_t>(tiles, 1) - 1) / std::max<int64_t>(tiles, 1), 1, job.hk);
+  const int64_t heads_per_item =
+      std::max<int64_t>(1, std::min((job.hk + split - 1) / split, kMaxItemRows / (tile_q * group)));
+
+  thread_local std::vector<Item> items_buf;
+  thread_local std::vector<int64_t> cost_buf;
+  std::vector<Item>& items = items_buf;  // the calling thread's, shared with the workers below
+  std::vector<int64_t>& cost_before = cost_buf;
+  items.clear();
+  cost_before.clear();
+  int64_t total = 0;
+  for (int64_t sidx = 0; sidx < count; ++sidx) {
+    const AttnSeq& s = seqs[sidx];
+    for (int64_t h0 = 0; h0 < job.hk; h0 += heads_per_item) {
+      const int64_t h1 = std::min(h0 + heads_per_item, job.hk);
+      for (int64_t i0 = 0; i0 < s.q_len; i0 += kQueryTile) {
+        const int64_t i1 = std::min(i0 + kQueryTile, s.q_len);
+        cost_before.push_back(total);
+        // the tile's queries' visible positions, times heads and head dim
+        const int64_t visible_sum = (i1 - i0) * s.past + (i0 + 1 + i1) * (i1 - i0) / 2;
+        total += std::max<int64_t>(visible_sum, 1) * (h1 - h0) * group * (job.d + 8);
+        items.push_back(Item{sidx, h0, h1, i0, i1});
+      }
+    }
+  }
+  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
+}
+
+}  // namespace opchain::cpu

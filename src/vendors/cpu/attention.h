@@ -1,0 +1,38 @@
+#pragma once
+// The attention driver shared by prefill_attention, paged_prefill_attention and paged_decode_attention:
+// softmax(q . k * scale) @ v with an online (flash-style) softmax over kv positions.
+#include <cstdint>
+
+namespace opchain::cpu {
+
+// Where one sequence's queries and keys are. Query i (0-based) sees kv positions [0, past + i + 1).
+struct AttnSeq {
+  int64_t q_row0 = 0;   // first query row in q/out
+  int64_t q_len = 0;
+  int64_t past = 0;     // kv positions before the first query
+  int64_t kv_row0 = 0;  // contiguous k/v: row of kv position 0
+  int64_t b = 0;        // paged: row of the block table
+};
+
+struct AttnJob {
+  const float* q = nullptr;  // [rows, hq, d]
+  float* out = nullptr;      // [rows, hq, d]
+  int64_t hq = 0, hk = 0, d = 0;
+  float scale = 1.0f;
+  // Contiguous keys/values [rows, hk, d] (prefill), or a paged cache [blocks, block_size, hk, d].
+  const float* k = nullptr;
+  const float* v = nullptr;
+  bool paged = false;
+  int64_t block_size = 0;
+  const int32_t* block_tables = nullptr;  // [batch, max_blocks]
+  int64_t max_blocks = 0;
+};
+
+// Work items are (sequence, range of kv heads, tile of up to 16 queries): all q heads of those kv heads
+// share each chunk of keys/values, read contiguously per position. Scores of a chunk are one block of
+// fixed-order dots (simd.h), then an online-softmax update per (query, head) row. Kv positions are
+// visited in fixed absolute chunks of 32, so a query's result depends only on its own sequence, never
+// on the batch, the item split or the thread count (Note [cpu kernels]).
+void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count);
+
+}  // namespace opchain::cpu

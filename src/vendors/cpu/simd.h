@@ -1,0 +1,42 @@
+#pragma once
+// The cpu vendor's SIMD inner loops, one implementation per ISA (simd_impl.inc), chosen at run time.
+// Note [Fixed reduction order]: a dot product of length k is always computed the same way for a given
+// ISA: lane l of one vector accumulator takes elements l, l + L, l + 2L, ... in order (the last partial
+// vector zero-padded), then the L lanes are summed by one fixed tree. The matmul micro-kernels keep one
+// such accumulator per output element, so an element's value does not depend on how many rows or
+// columns its tile has, on the tiling, or on the thread that computes it.
+#include <cstdint>
+
+#include "vendors/cpu/cpu_kernels.h"
+
+namespace opchain::cpu {
+
+// out[r * ldo + c] = dot(x[r * ldx .. + k], w[c * ldw .. + k]) for r < rows, c < cols.
+struct GemmTile {
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  const void* w = nullptr;  // f32 / bf16 / f16 rows, by the kernel chosen
+  int64_t ldw = 0;
+  float* out = nullptr;
+  int64_t ldo = 0;
+  int64_t rows = 0, cols = 0, k = 0;
+};
+
+struct SimdKernels {
+  Isa isa;
+  void (*gemm_f32)(const GemmTile&);
+  void (*gemm_bf16)(const GemmTile&);
+  void (*gemm_f16)(const GemmTile&);
+  float (*dot)(const float* a, const float* b, int64_t n);  // Note [Fixed reduction order]
+  // out[r * ldo + c] = dot(x[r], w[c], k) for r < rows, c < cols; each element as dot() computes it.
+  void (*dot_block)(const float* const* x, int64_t rows, const float* const* w, int64_t cols, int64_t k, float* out,
+                    int64_t ldo);
+  // y += sum_j a[j] * x[j] (j < n), each element updated in j order.
+  void (*axpy_multi)(float* y, const float* a, const float* const* x, int64_t n, int64_t len);
+  void (*scale)(float* y, float a, int64_t n);  // y *= a
+};
+
+const SimdKernels& simd();  // of active_isa()
+const SimdKernels* simd_for(Isa isa);  // null when not compiled in
+
+}  // namespace opchain::cpu

@@ -1,0 +1,317 @@
+// The cpu vendor beyond the per-op harness: registration parity with reference, batch invariance and
+// thread-count determinism (Note [cpu kernels]), the fused_moe sub-kernel chain under a Tracer, and
+// every SIMD code path the machine supports against reference.
+#include <thread>
+
+#include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/cpu_kernels.h"
+#include "vendors/kernel_harness.h"
+
+namespace opchain::harness {
+namespace {
+
+const Registry& reg() { return builtin_registry(); }
+
+template <OpType Op>
+Kernel<Op> cpu_kernel(DType t) {
+  return resolve_kernel<Op>(reg(), kCpuVendor, t);
+}
+
+std::vector<cpu::Isa> supported_isas() {
+  std::vector<cpu::Isa> out;
+  for (cpu::Isa i : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512})
+    if (cpu::isa_supported(i)) out.push_back(i);
+  return out;
+}
+
+// Restores the global pool size and the SIMD path when a test changes them.
+struct EnvGuard {
+  cpu::Isa isa = cpu::active_isa();
+  ~EnvGuard() {
+    cpu::set_active_isa(isa);
+    ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+};
+
+TEST(CpuVendor, RegistersWhatReferenceRegisters) {
+  for (const OpInfo& info : kOpTable) {
+    for (const KernelEntry* e : reg().entries_for(info.type)) {
+      if (e->vendor == "reference") {
+        const KernelEntry* c = reg().find(info.type, kCpuVendor, e->dtype);
+        ASSERT_NE(c, nullptr) << "cpu lacks " << info.key << "(" << dtype_name(e->dtype) << ")";
+        EXPECT_EQ(c->kernel_name, "cpu::" + std::string(info.key) + "_" + std::string(dtype_name(e->dtype)));
+        EXPECT_TRUE(c->flags.capture_safe) << c->kernel_name;
+      } else if (e->vendor == kCpuVendor) {
+        EXPECT_NE(reg().find(info.type, "reference", e->dtype), nullptr) << e->kernel_name;
+      }
+    }
+  }
+}
+
+TEST(CpuVendor, F16ConversionIsExactForEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float a = f16_to_f32(static_cast<uint16_t>(h)), b = cpu::f16_to_f32_fast(static_cast<uint16_t>(h));
+    uint32_t ba, bb;
+    std::memcpy(&ba, &a, 4);
+    std::memcpy(&bb, &b, 4);
+    ASSERT_EQ(ba, bb) << "f16 bits 0x" << std::hex << h;
+  }
+}
+
+// Each SIMD path the CPU has, on the cases of the ops that use it, against reference.
+TEST(CpuVendor, EverySimdPathMatchesReference) {
+  EnvGuard guard;
+  const OpType ops[] = {OpType::Linear, OpType::GroupedMatmul, OpType::FusedMoe, OpType::RmsNorm, OpType::AddRmsNorm,
+                        OpType::PrefillAttention, OpType::PagedPrefillAttention, OpType::PagedDecodeAttention};
+  for (cpu::Isa isa : supported_isas()) {
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    for (OpType op : ops) {
+      for (const KernelEntry* e : reg().entries_for(op)) {
+        if (e->vendor != kCpuVendor) continue;
+        const KernelEntry* ref = reg().find(op, "reference", e->dtype);
+        ASSERT_NE(ref, nullptr);
+        for (const Case& c : cases_for(op))
+          run_case(op, c, e->dtype, e->fn, ref->fn,
+                   e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
+      }
+    }
+  }
+}
+
+// ---- batch invariance: row r alone == row r inside a batch of 37, bit for bit -----------------
+
+constexpr int64_t kBatch = 37;
+const int64_t kProbeRows[] = {0, 1, 17, 36};
+
+void check_linear_invariance(DType dt) {
+  std::mt19937 g(7);
+  const int64_t in = 257, out_f = 200;  // odd K (a partial vector), N not a tile multiple
+  Tensor x = rand_f32(g, {kBatch, in});
+  Tensor w = rand_tensor(g, dt, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, dt, {out_f});
+  const auto k = cpu_kernel<OpType::Linear>(dt);
+  Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
+  k.fn(LinearArgs{x, w, b, full});
+  for (int64_t r : kProbeRows) {
+    Tensor one = Tensor::empty(DType::F32, {1, out_f});
+    k.fn(LinearArgs{x.slice_rows(r, r + 1), w, b, one});
+    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
+        << "linear " << dtype_name(dt) << " row " << r << " differs alone vs in a batch of " << kBatch;
+  }
+  // and a sub-batch of 7 rows
+  Tensor part = Tensor::empty(DType::F32, {7, out_f});
+  k.fn(LinearArgs{x.slice_rows(10, 17), w, b, part});
+  EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(10, 17).raw(), part.nbytes()), 0) << "linear rows 10..16";
+}
+
+TEST(CpuBatchInvariance, Linear) {
+  EnvGuard guard;
+  for (cpu::Isa isa : supported_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) check_linear_invariance(dt);
+  }
+}
+
+struct MoeProblem {
+  Tensor hidden, ids, weights;
+  std::shared_ptr<ExpertWeights> experts;
+};
+
+MoeProblem make_moe(DType dt, int64_t n) {
+  std::mt19937 g(11);
+  MoeProblem p;
+  p.hidden = rand_f32(g, {n, 64}, -2.0f, 2.0f);
+  make_routing(g, n, 2, iota_i32(8), p.ids, p.weights);
+  p.experts = make_experts(g, dt, 8, 64, 48);
+  return p;
+}
+
+Tensor run_moe(const MoeProblem& p, int64_t r0, int64_t r1, DType dt) {
+  Tensor out = Tensor::empty(DType::F32, {r1 - r0, p.hidden.size(1)});
+  MoeMetadata meta;
+  meta.num_tokens = r1 - r0;
+  cpu_kernel<OpType::FusedMoe>(dt).fn(FusedMoeArgs{p.hidden.slice_rows(r0, r1), p.experts.get(),
+                                                   p.weights.slice_rows(r0, r1), p.ids.slice_rows(r0, r1), out, &meta});
+  return out;
+}
+
+TEST(CpuBatchInvariance, FusedMoe) {
+  EnvGuard guard;
+  for (cpu::Isa isa : supported_isas()) {
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    for (DType dt : {DType::F32, DType::BF16}) {
+      const MoeProblem p = make_moe(dt, kBatch);
+      const Tensor full = run_moe(p, 0, kBatch, dt);
+      for (int64_t r : kProbeRows) {
+        const Tensor one = run_moe(p, r, r + 1, dt);
+        EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
+            << "fused_moe " << dtype_name(dt) << " [" << cpu::isa_name(isa) << "] row " << r;
+      }
+    }
+  }
+}
+
+// Decode: sequence r alone (its own block table row) == sequence r among 37.
+TEST(CpuBatchInvariance, PagedDecodeAttention) {
+  std::mt19937 g(5);
+  std::vector<SeqLens> seqs;
+  for (int64_t i = 0; i < kBatch; ++i) seqs.push_back({1, static_cast<int>(1 + (i * 53) % 140)});
+  const int64_t bs = 16, hq = 8, hk = 2, d = 64;
+  AttnSetup s = make_attn(g, seqs, bs, 0, true);
+  Tensor q = rand_f32(g, {kBatch, hq, d}, -2.0f, 2.0f);
+  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  const auto k = cpu_kernel<OpType::PagedDecodeAttention>(DType::F32);
+  Tensor full = Tensor::empty(DType::F32, {kBatch, hq, d});
+  k.fn(PagedDecodeAttentionArgs{q, kc, vc, full, 0.125f, s.meta.get()});
+  const int64_t max_blocks = s.meta->block_tables.size(1);
+  for (int64_t r : kProbeRows) {
+    AttnMetadata m = *s.meta;
+    m.batch_size = 1;
+    m.num_tokens = 1;
+    m.kv_seqlens = s.meta->kv_seqlens.slice_rows(r, r + 1);
+    m.q_seqlens = s.meta->q_seqlens.slice_rows(r, r + 1);
+    m.q_start_loc = i32_tensor({0});
+    m.block_tables = s.meta->block_tables.slice_rows(r, r + 1).reshape({1, max_blocks});
+    Tensor one = Tensor::empty(DType::F32, {1, hq, d});
+    k.fn(PagedDecodeAttentionArgs{q.slice_rows(r, r + 1), kc, vc, one, 0.125f, &m});
+    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "decode sequence " << r;
+  }
+}
+
+// Prefill over the cache: a sequence alone == the same sequence in a batch with others.
+TEST(CpuBatchInvariance, PagedPrefillAttention) {
+  std::mt19937 g(9);
+  const std::vector<SeqLens> seqs = {{5, 20}, {37, 60}, {1, 33}, {20, 20}};
+  const int64_t bs = 8, hq = 4, hk = 2, d = 40;
+  AttnSetup s = make_attn(g, seqs, bs, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
+  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
+  Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
+  k.fn(PagedPrefillAttentionArgs{q, kc, vc, full, 0.15f, s.meta.get()});
+  const int64_t max_blocks = s.meta->block_tables.size(1);
+  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+    const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
+    AttnMetadata m = *s.meta;
+    m.batch_size = 1;
+    m.num_tokens = len;
+    m.kv_seqlens = s.meta->kv_seqlens.slice_rows(b, b + 1);
+    m.q_seqlens = s.meta->q_seqlens.slice_rows(b, b + 1);
+    m.q_start_loc = i32_tensor({0});
+    m.block_tables = s.meta->block_tables.slice_rows(b, b + 1).reshape({1, max_blocks});
+    Tensor one = Tensor::empty(DType::F32, {len, hq, d});
+    k.fn(PagedPrefillAttentionArgs{q.slice_rows(start, start + len), kc, vc, one, 0.15f, &m});
+    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(start, start + len).raw(), one.nbytes()), 0) << "sequence " << b;
+  }
+}
+
+TEST(CpuBatchInvariance, PrefillAttention) {
+  std::mt19937 g(13);
+  const std::vector<SeqLens> seqs = {{9, 9}, {37, 37}, {1, 1}};
+  const int64_t hq = 6, hk = 3, d = 33;
+  AttnSetup s = make_attn(g, seqs, 16, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}), kk = rand_f32(g, {s.rows, hk, d}), v = rand_f32(g, {s.rows, hk, d});
+  const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
+  Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
+  k.fn(PrefillAttentionArgs{q, kk, v, full, 0.2f, s.meta.get()});
+  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+    const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
+    AttnMetadata m = *s.meta;
+    m.batch_size = 1;
+    m.q_seqlens = s.meta->q_seqlens.slice_rows(b, b + 1);
+    m.kv_seqlens = s.meta->kv_seqlens.slice_rows(b, b + 1);
+    m.q_start_loc = i32_tensor({0});
+    Tensor one = Tensor::empty(DType::F32, {len, hq, d});
+    k.fn(PrefillAttentionArgs{q.slice_rows(start, start + len), kk.slice_rows(start, start + len),
+                              v.slice_rows(start, start + len), one, 0.2f, &m});
+    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(start, start + len).raw(), one.nbytes()), 0) << "sequence " << b;
+  }
+}
+
+// ---- the same bits whatever the thread count ---------------------------------------------------
+
+TEST(CpuDeterminism, SameBitsForAnyThreadCount) {
+  EnvGuard guard;
+  // Every cpu kernel on its harness cases, at 1, 2, 3 and 5 threads: bit-identical outputs.
+  for (const OpInfo& info : kOpTable) {
+    for (const KernelEntry* e : reg().entries_for(info.type)) {
+      if (e->vendor != kCpuVendor || e->dtype == DType::F16) continue;
+      for (const Case& c : cases_for(info.type)) {
+        std::mt19937 rng(seed_of(c.name));
+        const Instance inst = c.make(e->dtype, rng);
+        Outs first;
+        for (int threads : {1, 2, 3, 5}) {
+          ThreadPool::set_global_threads(threads);
+          Outs outs = clone_all(inst.outs);
+          inst.call(e->fn, outs);
+          if (first.empty()) {
+            first = outs;
+            continue;
+          }
+          for (size_t i = 0; i < outs.size(); ++i)
+            EXPECT_TRUE(bit_equal(first[i], outs[i]))
+                << e->kernel_name << " case " << c.name << " output " << inst.out_names[i] << " at " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+// ---- fused_moe is the chain of the cpu step kernels, traced nested ------------------------------
+
+struct TracerGuard {
+  Tracer tracer;
+  TracerGuard() { Tracer::set_active(&tracer); }
+  ~TracerGuard() { Tracer::set_active(nullptr); }
+};
+
+// The five step kernels, six launches: grouped_matmul runs for gate, up and down.
+TEST(CpuFusedMoe, TracesItsSubKernelsNested) {
+  const MoeProblem p = make_moe(DType::BF16, 5);
+  Tensor out = Tensor::empty(DType::F32, {5, 64});
+  MoeMetadata meta;
+  meta.num_tokens = 5;
+  const FusedMoeArgs args{p.hidden, p.experts.get(), p.weights, p.ids, out, &meta};
+  const TraceSite site{"model.layers.0.mlp.experts", "FusedMoE", "DefaultFusedMoeImpl"};
+  std::vector<TraceEvent> events;
+  {
+    TracerGuard tg;
+    launch(cpu_kernel<OpType::FusedMoe>(DType::BF16), args, &site, [](std::string&, std::string&) {});
+    events = tg.tracer.events();
+  }
+  std::string listing;
+  for (const TraceEvent& ev : events) listing += "\n  depth " + std::to_string(ev.depth) + " " + ev.key + " " + ev.kernel;
+  ASSERT_EQ(events.size(), 7u) << listing;
+  EXPECT_EQ(events[0].key, "fused_moe");
+  EXPECT_EQ(events[0].kernel, "cpu::fused_moe_bf16");
+  EXPECT_EQ(events[0].depth, 0);
+  EXPECT_EQ(events[0].module_path, "model.layers.0.mlp.experts");
+  const std::pair<const char*, const char*> chain[] = {{"moe_init_routing", "cpu::moe_init_routing_f32"},
+                                                       {"grouped_matmul", "cpu::grouped_matmul_bf16"},  // gate
+                                                       {"grouped_matmul", "cpu::grouped_matmul_bf16"},  // up
+                                                       {"swiglu", "cpu::swiglu_f32"},
+                                                       {"grouped_matmul", "cpu::grouped_matmul_bf16"},  // down
+                                                       {"moe_token_unpermute", "cpu::moe_token_unpermute_f32"}};
+  for (size_t i = 0; i < 6; ++i) {
+    const TraceEvent& ev = events[i + 1];
+    EXPECT_EQ(ev.key, chain[i].first) << i;
+    EXPECT_EQ(ev.kernel, chain[i].second) << i;
+    EXPECT_EQ(ev.vendor, "cpu") << i;
+    EXPECT_EQ(ev.depth, 1) << ev.key;
+    EXPECT_GE(ev.start_us, events[0].start_us);
+    EXPECT_LE(ev.start_us + ev.dur_us, events[0].start_us + events[0].dur_us + 1e-3);
+    // the registry holds the same kernel under the same name
+    const KernelEntry* e = reg().find(*op_type_from_key(ev.key), kCpuVendor,
+                                      ev.key == "grouped_matmul" ? DType::BF16 : DType::F32);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->kernel_name, ev.kernel);
+  }
+  EXPECT_NE(events[2].metadata, events[3].metadata) << "gate and up write different column offsets";
+  // Untraced, the same result.
+  Tensor again = Tensor::empty(DType::F32, {5, 64});
+  cpu_kernel<OpType::FusedMoe>(DType::BF16).fn(FusedMoeArgs{p.hidden, p.experts.get(), p.weights, p.ids, again, &meta});
+  EXPECT_TRUE(bit_equal(out, again));
+}
+
+}  // namespace
+}  // namespace opchain::harness
