@@ -62,6 +62,7 @@ static inline vec vload_f16(const uint16_t* p) {
 static inline vec vfma(vec a, vec b, vec acc) { return acc + a * b; }
 static inline vec vmul(vec a, vec b) { return a * b; }
 static inline float vreduce(vec v) { return (v[0] + v[2]) + (v[1] + v[3]); }
+static inline void vkeep(vec&) {}
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale};
@@ -86,6 +87,7 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm256_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+static inline void vkeep(vec& v) { asm("" : "+x"(v)); }
 static inline float vreduce(vec v) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
@@ -117,6 +119,7 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline void vkeep(vec& v) { asm("" : "+v"(v)); }
 static inline float vreduce(vec v) {
   const __m256 lo = _mm512_castps512_ps256(v);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));

@@ -1,0 +1,47 @@
+// Throughput probes of the cpu vendor's hot kernels (disabled by default: run with
+// --gtest_also_run_disabled_tests --gtest_filter='CpuPerf.*'). They time process CPU time, not wall
+// time, so a loaded machine changes the figures less; each prints GFLOP/s or GB/s per thread.
+#include <time.h>
+
+#include <cstdio>
+#include <random>
+
+#include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/cpu_kernels.h"
+#include "vendors/kernel_harness.h"
+
+namespace opchain::harness {
+namespace {
+
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+void time_linear(int64_t rows, int64_t in, int64_t out, int reps) {
+  std::mt19937 g(1);
+  Tensor x = rand_f32(g, {rows, in});
+  Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.1f, 0.1f);
+  Tensor o = Tensor::empty(DType::F32, {rows, out});
+  const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
+  k.fn(LinearArgs{x, w, Tensor{}, o});
+  const double t0 = cpu_seconds();
+  for (int i = 0; i < reps; ++i) k.fn(LinearArgs{x, w, Tensor{}, o});
+  const double s = (cpu_seconds() - t0) / reps;
+  std::printf("linear bf16 %lldx%lldx%lld: %.2f ms cpu, %.1f GFLOP/s per cpu-second, %.1f GB/s of weights\n",
+              static_cast<long long>(rows), static_cast<long long>(in), static_cast<long long>(out), s * 1e3,
+              2.0 * rows * in * out / s * 1e-9, 2.0 * in * out / s * 1e-9);
+}
+
+TEST(CpuPerf, DISABLED_Linear) {
+  ThreadPool::set_global_threads(1);
+  time_linear(512, 2048, 768, 5);
+  time_linear(32, 2048, 768, 20);
+  time_linear(8, 2048, 768, 40);
+  time_linear(1, 2048, 4096, 40);
+  ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+}  // namespace
+}  // namespace opchain::harness
