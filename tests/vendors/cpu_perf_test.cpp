@@ -40,6 +40,14 @@ TEST(CpuPerf, DISABLED_Linear) {
   time_linear(32, 2048, 768, 20);
   time_linear(8, 2048, 768, 40);
   time_linear(1, 2048, 4096, 40);
+  if (cpu::set_bf16_dot(true)) {
+    std::printf("bf16 dot mode:\n");
+    time_linear(512, 2048, 768, 5);
+    time_linear(32, 2048, 768, 20);
+    time_linear(8, 2048, 768, 40);
+    time_linear(1, 2048, 4096, 40);
+    cpu::set_bf16_dot(false);
+  }
   ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 

@@ -21,7 +21,7 @@ struct Item {
   int64_t r0, r1, c0, c1;
 };
 
-void run_item(const SimdKernels& sk, const GemmProblem& p, const Item& it) {
+void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, const Item& it) {
   GemmTile t;
   t.x = p.x + it.r0 * p.ldx;
   t.ldx = p.ldx;
@@ -33,7 +33,7 @@ void run_item(const SimdKernels& sk, const GemmProblem& p, const Item& it) {
   t.cols = it.c1 - it.c0;
   t.k = p.k;
   switch (p.wdtype) {
-    case DType::BF16: sk.gemm_bf16(t); break;
+    case DType::BF16: (bf16_dot ? bf16_dot : sk.gemm_bf16)(t); break;
     case DType::F16: sk.gemm_f16(t); break;
     default: sk.gemm_f32(t); break;
   }
@@ -49,6 +49,7 @@ void run_item(const SimdKernels& sk, const GemmProblem& p, const Item& it) {
 
 void gemm(const GemmProblem* problems, size_t count) {
   const SimdKernels& sk = simd();
+  const GemmTileFn bf16_dot = bf16_dot_gemm();  // Note [bf16 dot mode]
   const int threads = ThreadPool::global().num_threads();
 
   // Column tile: the largest that still gives every thread several tiles to balance.
@@ -86,7 +87,7 @@ void gemm(const GemmProblem* problems, size_t count) {
       }
     }
   }
-  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, problems[items[i].problem], items[i]); });
+  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, bf16_dot, problems[items[i].problem], items[i]); });
 }
 
 }  // namespace opchain::cpu

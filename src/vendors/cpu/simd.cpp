@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 #include "vendors/cpu/cpu_common.h"
 
@@ -134,6 +135,120 @@ const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DTyp
                               dot, dot_block, axpy_multi, scale};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
+
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")
+// Opt-in bf16-activation matmul (Note [bf16 dot mode]): x rounded to bf16 (RNE, as vcvtne2ps2bf16
+// does), then vdpbf16ps against the bf16 weights as stored: 32 products per instruction, no widening.
+// Dot form like micro(): lane j of a vector accumulator takes the pairs (2j, 2j + 1) + 32 m in order,
+// the last partial vector zero-padded, then one fixed tree; so an element's value depends only on its
+// own row and weight row, never on the tile shape (batch invariant).
+namespace opchain::cpu::avx512bf16 {
+constexpr int64_t kPair = 32;  // bf16 elements per vector
+
+static inline float reduce(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+// x[0, k) -> bf16, zero-padded to kp (a multiple of kPair).
+static void to_bf16(const float* x, int64_t k, int64_t kp, uint16_t* out) {
+  for (int64_t i = 0; i < kp; i += kPair) {
+    const int64_t n = std::clamp<int64_t>(k - i, 0, kPair);
+    const __mmask16 m0 = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(n <= 16 ? 0 : n >= 32 ? 0xffff : (1u << (n - 16)) - 1);
+    const __m512 lo = _mm512_maskz_loadu_ps(m0, x + i);
+    const __m512 hi = _mm512_maskz_loadu_ps(m1, x + i + 16);
+    _mm512_storeu_si512(out + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  }
+}
+
+template <int R, int C>
+static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  int64_t i = 0;
+  auto step = [&](const __m512i* wv, int64_t at) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i xv = _mm512_loadu_si512(x[r] + at);
+      asm("" : "+v"(xv));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm512_dpbf16_ps(acc[r][c], reinterpret_cast<__m512bh>(xv), reinterpret_cast<__m512bh>(wv[c]));
+    }
+  };
+  for (; i + kPair <= k; i += kPair) {
+    __m512i wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_si512(w[c] + i);
+    step(wv, i);
+  }
+  if (i < k) {  // x is zero-padded already; the weights are masked
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - i)) - 1);
+    __m512i wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_epi16(m, w[c] + i);
+    step(wv, i);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
+}
+
+template <int C>
+static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t* const* w, int64_t k, float* out,
+                          int64_t ldo) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8) micro<8, C>(x + r, w, k, out + r * ldo, ldo);
+  float* o = out + r * ldo;
+  switch (rows - r) {
+    case 7: micro<7, C>(x + r, w, k, o, ldo); break;
+    case 6: micro<6, C>(x + r, w, k, o, ldo); break;
+    case 5: micro<5, C>(x + r, w, k, o, ldo); break;
+    case 4: micro<4, C>(x + r, w, k, o, ldo); break;
+    case 3: micro<3, C>(x + r, w, k, o, ldo); break;
+    case 2: micro<2, C>(x + r, w, k, o, ldo); break;
+    case 1: micro<1, C>(x + r, w, k, o, ldo); break;
+    default: break;
+  }
+}
+
+// A gemm tile (bf16 weights): the tile's rows are rounded to bf16 once, then weight rows in groups of 3
+// (8 for a single row: more independent loads in flight) stay in L1 while the rows pass over them.
+static void gemm_tile(const GemmTile& t) {
+  constexpr int64_t kRows = 32, kCols = 64;
+  const int64_t kp = (t.k + kPair - 1) / kPair * kPair;
+  thread_local std::vector<uint16_t> xbuf;
+  uint16_t* xb = scratch(xbuf, static_cast<size_t>(t.rows * kp));
+  for (int64_t r = 0; r < t.rows; ++r) to_bf16(t.x + r * t.ldx, t.k, kp, xb + r * kp);
+  const uint16_t* xr[kRows];
+  const uint16_t* wr[kCols];
+  for (int64_t c0 = 0; c0 < t.cols; c0 += kCols) {
+    const int64_t cols = std::min(kCols, t.cols - c0);
+    for (int64_t c = 0; c < cols; ++c) wr[c] = static_cast<const uint16_t*>(t.w) + (c0 + c) * t.ldw;
+    for (int64_t r0 = 0; r0 < t.rows; r0 += kRows) {
+      const int64_t rows = std::min(kRows, t.rows - r0);
+      for (int64_t r = 0; r < rows; ++r) xr[r] = xb + (r0 + r) * kp;
+      float* o = t.out + r0 * t.ldo + c0;
+      int64_t c = 0;
+      if (rows == 1)
+        for (; c + 8 <= cols; c += 8) micro<1, 8>(xr, wr + c, t.k, o + c, t.ldo);
+      for (; c + 3 <= cols; c += 3) rows_c<3>(xr, rows, wr + c, t.k, o + c, t.ldo);
+      for (; c < cols; ++c) rows_c<1>(xr, rows, wr + c, t.k, o + c, t.ldo);
+    }
+  }
+}
+}  // namespace opchain::cpu::avx512bf16
+OPCHAIN_TARGET_END()
 #endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
@@ -205,5 +320,41 @@ const SimdKernels* simd_for(Isa isa) {
 }
 
 const SimdKernels& simd() { return *simd_for(active_isa()); }
+
+bool bf16_dot_supported() {
+#if OPCHAIN_CPU_X86
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+namespace {
+std::atomic<bool>& bf16_dot_slot() {
+  static std::atomic<bool> slot{[] {
+    const char* e = std::getenv("OPCHAIN_CPU_BF16_DOT");
+    return e && e[0] == '1' && bf16_dot_supported();
+  }()};
+  return slot;
+}
+}  // namespace
+
+bool bf16_dot_active() { return bf16_dot_slot().load(std::memory_order_relaxed); }
+
+bool set_bf16_dot(bool on) {
+  if (on && !bf16_dot_supported()) return false;
+  bf16_dot_slot().store(on, std::memory_order_relaxed);
+  return true;
+}
+
+GemmTileFn bf16_dot_gemm() {
+#if OPCHAIN_CPU_X86
+  return bf16_dot_active() ? &avx512bf16::gemm_tile : nullptr;
+#else
+  return nullptr;
+#endif
+}
 
 }  // namespace opchain::cpu

@@ -36,6 +36,10 @@ struct SimdKernels {
   void (*scale)(float* y, float a, int64_t n);  // y *= a
 };
 
+using GemmTileFn = void (*)(const GemmTile&);
+// The bf16-weight gemm tile of the bf16 dot mode (cpu_kernels.h), or null when the mode is off.
+GemmTileFn bf16_dot_gemm();
+
 const SimdKernels& simd();  // of active_isa()
 const SimdKernels* simd_for(Isa isa);  // null when not compiled in
 
