@@ -34,6 +34,29 @@ void time_linear(int64_t rows, int64_t in, int64_t out, int reps) {
               2.0 * rows * in * out / s * 1e-9, 2.0 * in * out / s * 1e-9);
 }
 
+// Decode-style matvec over weights far larger than the last-level cache, on all threads: wall-clock GB/s
+// of weights streamed (compare with `opchain bench`'s measured read bandwidth).
+void stream_matvec(int64_t rows, int reps) {
+  std::mt19937 g(2);
+  const int64_t in = 2048, out = 32768;  // 128 MiB of bf16
+  Tensor x = rand_f32(g, {rows, in});
+  Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.1f, 0.1f);
+  Tensor o = Tensor::empty(DType::F32, {rows, out});
+  const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
+  k.fn(LinearArgs{x, w, Tensor{}, o});
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < reps; ++i) k.fn(LinearArgs{x, w, Tensor{}, o});
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  const double s = ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec)) / reps;
+  std::printf("stream %lld rows x 128 MiB bf16: %.2f ms wall, %.1f GB/s\n", static_cast<long long>(rows), s * 1e3,
+              2.0 * in * out / s * 1e-9);
+}
+
+TEST(CpuPerf, DISABLED_Stream) {
+  for (int64_t rows : {1, 2, 8}) stream_matvec(rows, 5);
+}
+
 TEST(CpuPerf, DISABLED_Linear) {
   ThreadPool::set_global_threads(1);
   time_linear(512, 2048, 768, 5);
