@@ -168,7 +168,8 @@ static void to_bf16(const float* x, int64_t k, int64_t kp, uint16_t* out) {
 }
 
 template <int R, int C>
-static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo) {
+static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
+                         const char* pf = nullptr) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -186,6 +187,11 @@ static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int
     }
   };
   for (; i + kPair <= k; i += kPair) {
+    if (pf) {  // the next weight rows (see simd_impl.inc's micro)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * 64, 0, 2);
+      pf += C * 64;
+    }
     __m512i wv[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_si512(w[c] + i);
@@ -204,20 +210,21 @@ static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int
     for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
 }
 
+// pf: the next weight rows (contiguous after w[C - 1]), prefetched during the first row block.
 template <int C>
 static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t* const* w, int64_t k, float* out,
-                          int64_t ldo) {
+                          int64_t ldo, const char* pf) {
   int64_t r = 0;
-  for (; r + 8 <= rows; r += 8) micro<8, C>(x + r, w, k, out + r * ldo, ldo);
+  for (; r + 8 <= rows; r += 8, pf = nullptr) micro<8, C>(x + r, w, k, out + r * ldo, ldo, pf);
   float* o = out + r * ldo;
   switch (rows - r) {
-    case 7: micro<7, C>(x + r, w, k, o, ldo); break;
-    case 6: micro<6, C>(x + r, w, k, o, ldo); break;
-    case 5: micro<5, C>(x + r, w, k, o, ldo); break;
-    case 4: micro<4, C>(x + r, w, k, o, ldo); break;
-    case 3: micro<3, C>(x + r, w, k, o, ldo); break;
-    case 2: micro<2, C>(x + r, w, k, o, ldo); break;
-    case 1: micro<1, C>(x + r, w, k, o, ldo); break;
+    case 7: micro<7, C>(x + r, w, k, o, ldo, pf); break;
+    case 6: micro<6, C>(x + r, w, k, o, ldo, pf); break;
+    case 5: micro<5, C>(x + r, w, k, o, ldo, pf); break;
+    case 4: micro<4, C>(x + r, w, k, o, ldo, pf); break;
+    case 3: micro<3, C>(x + r, w, k, o, ldo, pf); break;
+    case 2: micro<2, C>(x + r, w, k, o, ldo, pf); break;
+    case 1: micro<1, C>(x + r, w, k, o, ldo, pf); break;
     default: break;
   }
 }
@@ -239,11 +246,17 @@ static void gemm_tile(const GemmTile& t) {
       const int64_t rows = std::min(kRows, t.rows - r0);
       for (int64_t r = 0; r < rows; ++r) xr[r] = xb + (r0 + r) * kp;
       float* o = t.out + r0 * t.ldo + c0;
+      // Rows are contiguous: the rows after a group are where the next group (or chunk) starts. Only
+      // the first row block prefetches; later ones find the weights in cache.
+      const uint16_t* wbase = static_cast<const uint16_t*>(t.w) + c0 * t.ldw;
+      auto next = [&](int64_t c) -> const char* {
+        return r0 == 0 ? reinterpret_cast<const char*>(wbase + c * t.ldw) : nullptr;
+      };
       int64_t c = 0;
       if (rows == 1)
-        for (; c + 8 <= cols; c += 8) micro<1, 8>(xr, wr + c, t.k, o + c, t.ldo);
-      for (; c + 3 <= cols; c += 3) rows_c<3>(xr, rows, wr + c, t.k, o + c, t.ldo);
-      for (; c < cols; ++c) rows_c<1>(xr, rows, wr + c, t.k, o + c, t.ldo);
+        for (; c + 8 <= cols; c += 8) micro<1, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8));
+      for (; c + 3 <= cols; c += 3) rows_c<3>(xr, rows, wr + c, t.k, o + c, t.ldo, next(c + 3));
+      for (; c < cols; ++c) rows_c<1>(xr, rows, wr + c, t.k, o + c, t.ldo, nullptr);
     }
   }
 }
