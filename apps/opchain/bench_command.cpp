@@ -1,6 +1,7 @@
 // `opchain bench`: prefill and decode throughput of a model through ModelRunner, set against the
 // memory read bandwidth measured in the same process, so a decode figure reads as a share of what the
-// memory system allows.
+// memory system allows. Decode runs eager, replayed from captured graphs, or both (the default), and
+// each reports its host time: the step's wall time minus the time inside its kernels.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,9 +16,11 @@
 #include "apps/opchain/commands.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/decode_graph_runner.h"
 #include "engine/kv_cache.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
+#include "ops/registry.h"
 
 namespace opchain::cli {
 
@@ -39,6 +42,45 @@ Stats stats_of(std::vector<double> v) {
 }
 
 json to_json(const Stats& s) { return {{"median", s.median}, {"min", s.min}, {"max", s.max}}; }
+
+// Sums the time spent inside top-level kernel launches, eager or replayed, while it is alive. It
+// runs in its own pass so that the throughput passes pay nothing for it.
+class KernelClock final : public LaunchObserver {
+ public:
+  KernelClock() { LaunchObserver::set_active(this); }
+  ~KernelClock() override { LaunchObserver::set_active(nullptr); }
+  KernelClock(const KernelClock&) = delete;
+  KernelClock& operator=(const KernelClock&) = delete;
+  void before_launch(const KernelEntry&, const void*) override { start_ = Clock::now(); }
+  void after_launch(const KernelEntry&, const void*) override {
+    seconds += std::chrono::duration<double>(Clock::now() - start_).count();
+    ++launches;
+  }
+  double seconds = 0;
+  int64_t launches = 0;
+
+ private:
+  Clock::time_point start_;
+};
+
+// What KernelClock adds to a step outside the intervals it measures, per launch: subtracted from
+// the host time, which would otherwise count the measurement itself.
+double kernel_clock_overhead_s() {
+  KernelEntry entry;
+  constexpr int kLaunches = 20000;
+  double best = 1e9;
+  for (int pass = 0; pass < 5; ++pass) {
+    KernelClock clock;
+    LaunchObserver* obs = LaunchObserver::active();
+    const auto start = Clock::now();
+    for (int i = 0; i < kLaunches; ++i) {
+      obs->before_launch(entry, nullptr);
+      obs->after_launch(entry, nullptr);
+    }
+    best = std::min(best, (seconds_since(start) - clock.seconds) / kLaunches);
+  }
+  return std::max(0.0, best);
+}
 
 // Deterministic ids spread over the whole vocabulary; `stream` keeps different sequences apart.
 std::vector<int32_t> pseudo_random_ids(uint64_t stream, int64_t n, int64_t vocab) {
@@ -110,6 +152,12 @@ constexpr const char* kFormula =
     "doubles as a tied lm_head) + per MoE layer E*(1-(1-k/E)^B) * bytes of one expert (the expected number of "
     "distinct experts that B tokens, each choosing k of E uniformly, touch). The KV cache reads (kv_bytes_per_step) "
     "are reported but not in the share.";
+
+constexpr const char* kHostFormula =
+    "host_ms = median over steps of (the step's wall time - the time inside its top-level kernel launches - the "
+    "timer's own calibrated cost per launch), measured in a pass of its own; kernel_ms = median time inside kernels "
+    "per step. Eager host time is module dispatch, step building and metadata; graph host time is filling the "
+    "bucket's buffers, the metadata update and the replay loop.";
 
 class DecodeByteModel {
  public:
@@ -188,7 +236,6 @@ int run_bench(const Opts& o) {
   if (o.threads < 0) throw InvalidArgumentError("--threads must be positive, got " + std::to_string(o.threads));
   if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
   const int threads = ThreadPool::global().num_threads();
-  if (o.graph) std::cerr << "graph mode not available; running eager\n";
 
   LoadedModel m = load_model(o.model, o.vendor);
   const ModelConfig& c = m.config;
@@ -207,6 +254,26 @@ int run_bench(const Opts& o) {
   auto log = [&](const std::string& s) {
     if (!o.json) std::cerr << s << std::endl;
   };
+  // Graph decode replays on its own runner over the same cache; prefill stays on the eager one.
+  std::unique_ptr<ModelRunner> graph_runner;
+  if (!o.eager) {
+    const auto start = Clock::now();
+    graph_runner = std::make_unique<ModelRunner>(*m.model, m.device, cache);
+    if (graph_runner->enable_graph_mode(max_batch)) {
+      log("captured " + std::to_string(graph_runner->graphs()->buckets().size()) + " decode graph buckets up to batch " +
+          std::to_string(max_batch) + " in " + fmt(seconds_since(start) * 1000.0) + " ms");
+    } else {
+      std::cerr << "graph mode off: " << graph_runner->graph_off_reason() << "; decode runs eager\n";
+      graph_runner.reset();
+    }
+  }
+  struct DecodeMode {
+    std::string name;
+    ModelRunner* runner;
+  };
+  std::vector<DecodeMode> modes;
+  if (!o.graph || !graph_runner) modes.push_back({"eager", &runner});
+  if (graph_runner) modes.push_back({"graph", graph_runner.get()});
 
   // Prefill: one sequence, the whole prompt in one step. The untimed first step faults the mapped
   // weights in, so the first repetition does not pay for the page cache.
@@ -255,31 +322,61 @@ int run_bench(const Opts& o) {
   // real sampled continuations do.
   std::vector<std::vector<int32_t>> gen_ids;
   for (int64_t s = 0; s < max_batch; ++s) gen_ids.push_back(pseudo_random_ids(5000 + static_cast<uint64_t>(s), o.gen, c.vocab_size));
-  auto decode_step = [&](int64_t batch, int64_t s) {
+  // Only the forward call is timed: building the step's list is the bench's work, not the engine's.
+  auto decode_step = [&](ModelRunner& r, int64_t batch, int64_t s) {
     std::vector<SequenceStep> steps;
     for (int64_t b = 0; b < batch; ++b)
       steps.push_back({std::span<const int32_t>(gen_ids[static_cast<size_t>(b)].data() + s, 1), o.depth + s,
                        tables[static_cast<size_t>(b)], false});
-    runner.forward(steps);
+    const auto start = Clock::now();
+    r.forward(steps);
+    return seconds_since(start);
   };
+  struct ModeRow {
+    std::string mode;
+    Stats tok_s, ms;
+    double kernel_ms = 0, host_ms = 0;  // per step (medians): time inside kernels, and the rest of the step
+  };
+  const double clock_overhead_s = kernel_clock_overhead_s();
   struct DecodeRow {
     int64_t batch;
-    Stats tok_s, ms;
+    std::vector<ModeRow> modes;
   };
   std::vector<DecodeRow> decode_rows;
   for (int64_t batch : o.batches) {
-    decode_step(batch, 0);  // warm-up: workspace growth and the experts this batch size touches
-    std::vector<double> tok_s, ms;
-    for (int r = 0; r < o.reps; ++r) {
-      const auto start = Clock::now();
-      for (int64_t s = 0; s < o.gen; ++s) decode_step(batch, s);
-      const double sec = seconds_since(start);
-      tok_s.push_back(static_cast<double>(batch * o.gen) / sec);
-      ms.push_back(sec * 1000.0 / static_cast<double>(o.gen));
+    DecodeRow row{batch, {}};
+    for (const DecodeMode& mode : modes) {
+      decode_step(*mode.runner, batch, 0);  // warm-up: workspace growth and the experts this batch size touches
+      if (mode.name == "graph" && !mode.runner->last_step_replayed())
+        throw Error("bench: a decode step of batch " + std::to_string(batch) + " did not replay its graph");
+      std::vector<double> ms;
+      for (int r = 0; r < o.reps; ++r) {
+        double sec = 0;
+        for (int64_t s = 0; s < o.gen; ++s) sec += decode_step(*mode.runner, batch, s);
+        ms.push_back(sec * 1000.0 / static_cast<double>(o.gen));
+      }
+      // tok/s is the same figure as ms/step, inverted, so that the two never disagree (with an even
+      // number of repetitions a median of each would average different pairs).
+      const Stats ms_stats = stats_of(ms);
+      const auto per_s = [&](double step_ms) { return static_cast<double>(batch) * 1000.0 / step_ms; };
+      const Stats tok_s{per_s(ms_stats.median), per_s(ms_stats.max), per_s(ms_stats.min)};
+      // Host time per step from the same step's wall and kernel times, so that a kernel slowed by
+      // another process counts in both and cancels; the median drops steps preempted on the host.
+      std::vector<double> kernel_ms, host_ms;
+      for (int r = 0; r < o.reps; ++r) {
+        for (int64_t s = 0; s < o.gen; ++s) {
+          KernelClock clock;
+          const double wall = decode_step(*mode.runner, batch, s);
+          kernel_ms.push_back(clock.seconds * 1000.0);
+          host_ms.push_back(std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
+        }
+      }
+      ModeRow m{mode.name, tok_s, ms_stats, stats_of(kernel_ms).median, stats_of(host_ms).median};
+      log("decode batch " + std::to_string(batch) + " " + mode.name + ": " + fmt_stats(m.tok_s) + " tok/s, " +
+          fmt_stats(m.ms, 3) + " ms/step, host " + fmt(m.host_ms, 3) + " ms/step");
+      row.modes.push_back(std::move(m));
     }
-    decode_rows.push_back({batch, stats_of(tok_s), stats_of(ms)});
-    log("decode batch " + std::to_string(batch) + ": " + fmt_stats(decode_rows.back().tok_s) + " tok/s, " +
-        fmt_stats(decode_rows.back().ms, 2) + " ms/step");
+    decode_rows.push_back(std::move(row));
   }
 
   // Peak RSS before the bandwidth buffer, which would otherwise dominate it.
@@ -288,26 +385,39 @@ int run_bench(const Opts& o) {
   const double bw_gbs = measure_read_bandwidth_gbs(static_cast<size_t>(o.bandwidth_mib) << 20, std::max(3, o.reps));
 
   const DecodeByteModel byte_model(m);
+  // The row's headline figures (tok_s, ms_per_step, bandwidth_share) are graph mode's when it ran,
+  // as generate and serve decode that way; each mode's own figures sit under its name.
   json decode = json::array();
   for (const auto& row : decode_rows) {
     const DecodeBytes bytes = byte_model.at(row.batch, o.depth);
     const double bound_ms = bytes.weights / (bw_gbs * 1e9) * 1000.0;
-    decode.push_back({{"batch", row.batch},
-                      {"tok_s", to_json(row.tok_s)},
-                      {"ms_per_step", to_json(row.ms)},
-                      {"weight_bytes_per_step", bytes.weights},
-                      {"kv_bytes_per_step", bytes.kv},
-                      {"bound_ms_per_step", bound_ms},
-                      {"bandwidth_share", bound_ms / row.ms.median}});
+    const ModeRow& head = row.modes.back();
+    json d = {{"batch", row.batch},
+              {"mode", head.mode},
+              {"tok_s", to_json(head.tok_s)},
+              {"ms_per_step", to_json(head.ms)},
+              {"weight_bytes_per_step", bytes.weights},
+              {"kv_bytes_per_step", bytes.kv},
+              {"bound_ms_per_step", bound_ms},
+              {"bandwidth_share", bound_ms / head.ms.median}};
+    for (const ModeRow& mr : row.modes)
+      d[mr.mode] = {{"tok_s", to_json(mr.tok_s)},
+                    {"ms_per_step", to_json(mr.ms)},
+                    {"kernel_ms_per_step", mr.kernel_ms},
+                    {"host_ms_per_step", mr.host_ms}};
+    if (row.modes.size() == 2 && row.modes[0].host_ms > 0)
+      d["host_time_removed"] = 1.0 - row.modes[1].host_ms / row.modes[0].host_ms;
+    decode.push_back(std::move(d));
   }
-  const std::string mode = "eager";  // graph mode is not implemented yet
+  std::string mode;
+  for (const DecodeMode& dm : modes) mode += (mode.empty() ? "" : "+") + dm.name;
   json out = {{"model", o.model},
               {"architecture", c.architecture},
               {"layers", c.num_hidden_layers},
               {"vendor", o.vendor},
               {"threads", threads},
               {"mode", mode},
-              {"requested_mode", o.graph ? "graph" : "eager"},
+              {"requested_mode", o.graph ? "graph" : o.eager ? "eager" : "eager+graph"},
               {"depth", o.depth},
               {"gen", o.gen},
               {"reps", o.reps},
@@ -316,6 +426,7 @@ int run_bench(const Opts& o) {
               {"peak_rss_bytes", rss},
               {"bandwidth_gbs", bw_gbs},
               {"bandwidth_share_formula", kFormula},
+              {"host_ms_formula", kHostFormula},
               {"prefill", prefill},
               {"decode", decode}};
   if (o.json) {
@@ -331,16 +442,24 @@ int run_bench(const Opts& o) {
   std::cout << std::left << std::setw(12) << "prompt_len" << "prefill tok/s\n";
   for (const auto& [len, s] : prefill_rows) std::cout << std::setw(12) << len << fmt_stats(s) << "\n";
   std::cout << "\ndecode at depth " << o.depth << ", " << o.gen << " steps\n"
-            << std::setw(7) << "batch" << std::setw(28) << "tok/s" << std::setw(28) << "ms/step" << std::setw(14)
-            << "weights MB" << std::setw(11) << "bound ms" << "bw share\n";
+            << std::setw(7) << "batch" << std::setw(7) << "mode" << std::setw(28) << "tok/s" << std::setw(28) << "ms/step"
+            << std::setw(11) << "kernel ms" << std::setw(10) << "host ms" << std::setw(14) << "weights MB" << std::setw(11)
+            << "bound ms" << "bw share\n";
   for (size_t i = 0; i < decode_rows.size(); ++i) {
     const auto& row = decode_rows[i];
     const auto& d = decode[i];
-    std::cout << std::setw(7) << row.batch << std::setw(28) << fmt_stats(row.tok_s) << std::setw(28) << fmt_stats(row.ms, 2)
-              << std::setw(14) << fmt(d["weight_bytes_per_step"].get<double>() / 1e6)
-              << std::setw(11) << fmt(d["bound_ms_per_step"].get<double>(), 2)
-              << fmt(100.0 * d["bandwidth_share"].get<double>()) << "%\n";
+    for (const ModeRow& mr : row.modes) {
+      const double bound_ms = d["bound_ms_per_step"].get<double>();
+      std::cout << std::setw(7) << row.batch << std::setw(7) << mr.mode << std::setw(28) << fmt_stats(mr.tok_s)
+                << std::setw(28) << fmt_stats(mr.ms, 3) << std::setw(11) << fmt(mr.kernel_ms, 3) << std::setw(10)
+                << fmt(mr.host_ms, 3) << std::setw(14) << fmt(d["weight_bytes_per_step"].get<double>() / 1e6)
+                << std::setw(11) << fmt(bound_ms, 2) << fmt(100.0 * bound_ms / mr.ms.median) << "%\n";
+    }
+    if (d.contains("host_time_removed"))
+      std::cout << std::setw(7) << "" << "graph replay removes " << fmt(100.0 * d["host_time_removed"].get<double>())
+                << "% of the eager step's host time\n";
   }
+  std::cout << "\n" << kHostFormula << "\n";
   std::cout << "\n" << kFormula << "\n";
   return 0;
 }
@@ -359,8 +478,8 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("--reps", o->reps, "repetitions of each measurement");
   cmd->add_option("--vendor", o->vendor, "kernel vendor: cpu or reference");
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read by the bandwidth measurement (keep it >> last-level cache)");
-  auto* graph = cmd->add_flag("--graph", o->graph, "captured-graph decode (not available yet: runs eager)");
-  auto* eager = cmd->add_flag("--eager", o->eager, "eager decode (default)");
+  auto* graph = cmd->add_flag("--graph", o->graph, "decode replayed from captured graphs only (default: eager and graph)");
+  auto* eager = cmd->add_flag("--eager", o->eager, "eager decode only (default: eager and graph)");
   graph->excludes(eager);
   cmd->add_flag("--json", o->json, "print one JSON object on stdout");
   return [o] { return run_bench(*o); };

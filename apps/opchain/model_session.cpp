@@ -21,6 +21,8 @@ void EngineFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--max-batch", max_batch, "most sequences in one step");
   cmd->add_option("--max-tokens-per-step", max_tokens_per_step, "token budget of one step");
   cmd->add_option("--prefill-chunk", prefill_chunk, "most prompt tokens of one sequence per step");
+  auto* graph_flag = cmd->add_flag("--graph", graph, "decode steps replay graphs captured per batch bucket (default)");
+  cmd->add_flag("--eager", eager, "run every step eagerly, through the modules")->excludes(graph_flag);
 }
 
 static size_t resident_bytes() {
@@ -69,8 +71,11 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   ec.max_batch = f.max_batch;
   ec.max_tokens_per_step = f.max_tokens_per_step;
   ec.prefill_chunk = f.prefill_chunk;
+  ec.graph = !f.eager;
   s->engine = std::make_unique<LLMEngine>(*s->loaded.model, s->loaded.device, s->tokenizer ? &*s->tokenizer : nullptr,
                                           ec, s->defaults.eos_ids);
+  if (ec.graph && !s->engine->runner().graph_mode())
+    std::fprintf(stderr, "graph mode off: %s; decode runs eager\n", s->engine->runner().graph_off_reason().c_str());
   const auto& c = s->loaded.config;
   std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
                c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),

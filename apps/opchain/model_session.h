@@ -22,6 +22,7 @@ struct EngineFlags {
   int64_t max_batch = 64;
   int64_t max_tokens_per_step = 2048;
   int64_t prefill_chunk = 512;
+  bool graph = false, eager = false;  // --graph (the default) / --eager: EngineConfig::graph = !eager
   void add_to(CLI::App* cmd);
 };
 

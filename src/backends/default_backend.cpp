@@ -40,6 +40,7 @@ class DefaultOpsBackend final : public OpsBackend {
     int32_t* slots = ctx.slot_mapping_storage.data<int32_t>();
     const int64_t max_blocks = ctx.block_tables.ndim() == 2 ? ctx.block_tables.size(1) : 0;
     int64_t row = 0;
+    const int64_t real = n - ctx.num_padding_tokens;
     m.max_q_seqlen = m.max_kv_seqlen = 0;
     bool decoding = batch > 0;
     m.has_past = false;
@@ -51,6 +52,10 @@ class DefaultOpsBackend final : public OpsBackend {
       const int64_t past = kv_len[b] - q_len[b];
       m.has_past = m.has_past || past > 0;
       for (int64_t i = 0; i < q_len[b]; ++i, ++row) {
+        if (row >= real) {  // a padding sequence of a graph bucket writes nothing (Note [Graph capture])
+          slots[row] = -1;
+          continue;
+        }
         const int64_t pos = past + i;
         const int64_t logical = pos / ctx.block_size;
         if (logical >= max_blocks)
@@ -64,7 +69,6 @@ class DefaultOpsBackend final : public OpsBackend {
     m.is_decoding = decoding;
 
     MoeMetadata& moe = ctx.moe;
-    const int64_t real = n - ctx.num_padding_tokens;
     moe.ep_size = parallel_.ep_size;
     moe.tp_size = parallel_.tp_size;
     moe.dp_size = parallel_.dp_size;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/graph_runner.h"
 #include "backends/moe_comm_policy.h"
 #include "backends/step_context.h"
 #include "core/trace.h"
@@ -44,8 +45,13 @@ class OpsBackend {
   virtual std::string name() const = 0;
   virtual const std::string& vendor() const = 0;
   virtual const Registry& registry() const = 0;
-  // Required: fill ctx.attn and ctx.moe from the engine's inputs. Called once per step.
+  // Required: fill ctx.attn and ctx.moe from the engine's inputs. Called once per step, also before
+  // each graph replay: it must refresh them in place (Note [Graph capture]).
   virtual void update_step_context(StepContext& ctx) const = 0;
+  // Optional: the runner that captures and replays decode steps (Note [Graph capture]). Default: a
+  // HostGraphRunner, right for vendors whose kernels run on the host; a CUDA vendor returns one
+  // built on CUDA graphs.
+  virtual std::unique_ptr<GraphRunner> make_graph_runner() const;
 };
 
 // The backend for a device context (one per vendor, shared). Throws if the vendor registered nothing.

@@ -20,9 +20,12 @@ struct StepContext {
   Tensor kv_seqlens;    // i32 [batch]: cached + new
   Tensor block_tables;  // i32 [batch, max_blocks]
   int64_t block_size = 0;
-  Tensor logits_rows;   // i32 [r]: rows of the hidden states that need logits
+  Tensor logits_rows;   // i32 [r]: rows of the hidden states that need logits, strictly increasing
   Workspace* workspace = nullptr;  // activations of this step
   int64_t num_padding_tokens = 0;  // trailing rows that are padding (graph buckets)
+  // A graph is recording this step: host code in the forward must not decide anything from this
+  // step's values, since replays will not re-run it (Note [Graph capture] in backends/graph_runner.h).
+  bool capturing = false;
 
   // Filled by update_step_context.
   AttnMetadata attn;

@@ -45,6 +45,7 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
                              : KvCache::blocks_for_bytes(model.config(), config_.block_size, config_.kv_cache_bytes);
   cache_ = std::make_unique<KvCache>(model.config(), blocks, config_.block_size);
   runner_ = std::make_unique<ModelRunner>(model, device, *cache_);
+  if (config_.graph) runner_->enable_graph_mode(config_.max_batch);  // off, with a reason, if the model refuses
   publish_stats(-1);
 }
 
@@ -285,6 +286,10 @@ bool LLMEngine::step() {
   }
   Tensor logits = runner_->forward(steps);
   const int64_t vocab = logits.size(1);
+  if (runner_->last_step_replayed()) {
+    std::lock_guard lock(stats_mu_);
+    ++stats_.graph_steps;
+  }
 
   // 4. Sequences whose chunk reached the end of their tokens sample the next token.
   for (size_t i = 0; i < plan.size(); ++i) {

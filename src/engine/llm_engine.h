@@ -32,6 +32,7 @@ struct EngineConfig {
   int64_t max_tokens_per_step = 2048;      // token budget of one step (decode tokens + prefill chunks)
   int64_t prefill_chunk = 512;             // most prompt tokens of one sequence in one step
   int64_t max_queue = 1024;                // waiting requests beyond which add_request refuses
+  bool graph = false;  // decode steps replay graphs captured at start (Note [Graph capture]); CLI: on unless --eager
 };
 
 struct GenerationRequest {
@@ -72,6 +73,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   int64_t steps = 0;
+  int64_t graph_steps = 0;  // steps that replayed a captured decode graph
   double last_step_ms = 0;
 };
 
@@ -106,6 +108,8 @@ class LLMEngine {
   // Thread-safe snapshot, refreshed after every step.
   EngineStats stats() const;
   const EngineConfig& config() const { return config_; }
+  // Graph mode state: graph_mode(), graph_off_reason(), the captured buckets.
+  const ModelRunner& runner() const { return *runner_; }
   int64_t max_context() const;
 
  private:

@@ -3,11 +3,40 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "engine/decode_graph_runner.h"
 
 namespace opchain {
 
 ModelRunner::ModelRunner(const CausalLM& model, const DeviceContext& device, KvCache& cache)
     : model_(model), backend_(select_backend(device)), cache_(cache), workspace_(8 << 20) {}
+
+ModelRunner::~ModelRunner() = default;
+
+bool ModelRunner::enable_graph_mode(int64_t max_batch) {
+  if (std::string why = model_.graph_capture_blocker(); !why.empty()) {
+    graphs_.reset();
+    graph_off_reason_ = std::move(why);
+    return false;
+  }
+  graphs_ = std::make_unique<DecodeGraphRunner>(model_, backend_, cache_, max_batch);
+  graph_off_reason_.clear();
+  return true;
+}
+
+void validate_sequence_step(const ModelConfig& c, const KvCache& cache, const SequenceStep& s) {
+  if (s.tokens.empty()) throw InvalidArgumentError("a sequence in the step has no new tokens");
+  const int64_t total = s.past_len + static_cast<int64_t>(s.tokens.size());
+  if (total > c.max_position_embeddings && c.rope_scaling.type == RopeScalingType::None)
+    throw InvalidArgumentError("sequence of " + std::to_string(total) + " tokens exceeds the model's context of " +
+                               std::to_string(c.max_position_embeddings));
+  if (cache.blocks_for(total) > static_cast<int64_t>(s.block_table.size()))
+    throw InvalidArgumentError("block table of " + std::to_string(s.block_table.size()) + " blocks cannot hold " +
+                               std::to_string(total) + " tokens");
+  for (int32_t id : s.tokens)
+    if (id < 0 || id >= c.vocab_size)
+      throw InvalidArgumentError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                 std::to_string(c.vocab_size) + ")");
+}
 
 // Host tensors of the step are regrown only when a bigger step comes along.
 static Tensor fit(Tensor& t, DType dtype, Shape shape) {
@@ -19,16 +48,14 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
   const ModelConfig& c = model_.config();
   const int64_t batch = static_cast<int64_t>(seqs.size());
   if (batch == 0) throw InvalidArgumentError("a step needs at least one sequence");
+  last_replayed_ = graphs_ && graphs_->accepts(seqs);
+  if (last_replayed_) {
+    ++replays_;
+    return graphs_->run(seqs);
+  }
   int64_t n = 0, rows = 0, max_blocks = 1;
   for (const auto& s : seqs) {
-    if (s.tokens.empty()) throw InvalidArgumentError("a sequence in the step has no new tokens");
-    const int64_t total = s.past_len + static_cast<int64_t>(s.tokens.size());
-    if (total > c.max_position_embeddings && c.rope_scaling.type == RopeScalingType::None)
-      throw InvalidArgumentError("sequence of " + std::to_string(total) + " tokens exceeds the model's context of " +
-                                 std::to_string(c.max_position_embeddings));
-    if (cache_.blocks_for(total) > static_cast<int64_t>(s.block_table.size()))
-      throw InvalidArgumentError("block table of " + std::to_string(s.block_table.size()) + " blocks cannot hold " +
-                                 std::to_string(total) + " tokens");
+    validate_sequence_step(c, cache_, s);
     n += static_cast<int64_t>(s.tokens.size());
     rows += s.all_logits ? static_cast<int64_t>(s.tokens.size()) : 1;
     max_blocks = std::max<int64_t>(max_blocks, static_cast<int64_t>(s.block_table.size()));
@@ -48,11 +75,7 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
     const auto& s = seqs[static_cast<size_t>(b)];
     const int64_t len = static_cast<int64_t>(s.tokens.size());
     for (int64_t i = 0; i < len; ++i, ++t) {
-      const int32_t id = s.tokens[static_cast<size_t>(i)];
-      if (id < 0 || id >= c.vocab_size)
-        throw InvalidArgumentError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                                   std::to_string(c.vocab_size) + ")");
-      ctx_.input_ids.data<int32_t>()[t] = id;
+      ctx_.input_ids.data<int32_t>()[t] = s.tokens[static_cast<size_t>(i)];
       ctx_.positions.data<int32_t>()[t] = static_cast<int32_t>(s.past_len + i);
       if (s.all_logits || i == len - 1) ctx_.logits_rows.data<int32_t>()[r++] = static_cast<int32_t>(t);
     }

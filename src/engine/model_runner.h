@@ -1,7 +1,9 @@
 #pragma once
 // Runs one forward step of a batch of sequences: builds the StepContext from each sequence's new
 // tokens, cached length and block table, lets the backend fill the step metadata, and calls the model.
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backends/ops_backend.h"
@@ -17,14 +19,33 @@ struct SequenceStep {
   bool all_logits = false;               // logits for every new token (else only the last)
 };
 
+// Throws InvalidArgumentError when a sequence's step cannot run: no tokens, ids outside the
+// vocabulary, past the model's context, or a block table too short for its positions.
+void validate_sequence_step(const ModelConfig& config, const KvCache& cache, const SequenceStep& s);
+
+class DecodeGraphRunner;
+
 class ModelRunner {
  public:
   ModelRunner(const CausalLM& model, const DeviceContext& device, KvCache& cache);
+  ~ModelRunner();
   // Returns f32 logits rows in order: per sequence, all its tokens (all_logits) or its last token.
   // The tensor lives in the runner's workspace until the next call.
   Tensor forward(std::span<const SequenceStep> seqs);
   const CausalLM& model() const { return model_; }
   KvCache& cache() { return cache_; }
+
+  // Graph mode (Note [Graph capture] in backends/graph_runner.h): captures decode graphs for
+  // batches up to max_batch now; afterwards decode steps that fit a bucket replay, and prefill or
+  // larger steps run eagerly. Returns false, and stays eager, when the model refuses capture (the
+  // reason is in graph_off_reason()); throws GraphCaptureError when a kernel is not capture-safe.
+  bool enable_graph_mode(int64_t max_batch);
+  bool graph_mode() const { return graphs_ != nullptr; }
+  const std::string& graph_off_reason() const { return graph_off_reason_; }
+  const DecodeGraphRunner* graphs() const { return graphs_.get(); }
+  // Whether the last forward() replayed a graph, and how many have.
+  bool last_step_replayed() const { return last_replayed_; }
+  int64_t graph_replays() const { return replays_; }
 
  private:
   const CausalLM& model_;
@@ -33,6 +54,10 @@ class ModelRunner {
   Workspace workspace_;
   StepContext ctx_;
   Tensor ids_, positions_, q_seqlens_, kv_seqlens_, block_tables_, logits_rows_;
+  std::unique_ptr<DecodeGraphRunner> graphs_;
+  std::string graph_off_reason_ = "graph mode not enabled";
+  bool last_replayed_ = false;
+  int64_t replays_ = 0;
 };
 
 }  // namespace opchain

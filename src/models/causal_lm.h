@@ -22,6 +22,9 @@ class CausalLM {
   virtual ~CausalLM() = default;
   // Runs one step; returns f32 logits [ctx.logits_rows.numel(), vocab] in ctx's workspace.
   virtual Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const = 0;
+  // Optional: why a decode step of this model cannot be captured and replayed (a host-side decision
+  // per step, Note [Graph capture]); empty (the default) when it can. Such a model decodes eagerly.
+  virtual std::string graph_capture_blocker() const { return {}; }
   const ModelConfig& config() const { return config_; }
   int64_t parameter_count() const { return parameter_count_; }
 

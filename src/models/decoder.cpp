@@ -150,7 +150,14 @@ Tensor DecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& 
   }
   Tensor hidden = pending.is_null() ? norm_.forward(ctx, residual) : norm_.forward_add(ctx, pending, residual);
   // Only the rows that need logits go through lm_head (the vocab projection dominates small steps).
+  // Logits rows are strictly increasing, so asking for as many rows as there are is asking for all
+  // of them: no gather, a decision from shapes alone, which a captured decode step relies on.
   const int64_t rows = ctx.logits_rows.numel(), h = hidden.size(1);
+  if (rows == hidden.size(0)) return lm_head_.forward(ctx, hidden);
+  if (ctx.capturing)  // the gather below runs on the host: a replay would not redo it
+    throw GraphCaptureError("lm_head gathers " + std::to_string(rows) + " of " + std::to_string(hidden.size(0)) +
+                            " rows on the host, which a captured graph cannot replay; a captured step must ask for "
+                            "the logits of every row (Note [Graph capture])");
   Tensor selected = ctx.workspace->alloc(DType::F32, {rows, h});
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t src = ctx.logits_rows.data<int32_t>()[r];

@@ -72,6 +72,7 @@ class DecoderModel final : public CausalLM {
   DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const BuildProgress& progress,
                const DecoderSpec& spec);
   Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const override;
+  std::string graph_capture_blocker() const override { return rotary_emb_.graph_capture_blocker(); }
 
  private:
   nn::Embedding embed_tokens_;

@@ -96,7 +96,13 @@ std::vector<float> RotaryEmbedding::dynamic_inv_freq(int64_t seq_len) const {
   return default_inv_freq(dim_, static_cast<float>(base));
 }
 
+std::string RotaryEmbedding::graph_capture_blocker() const {
+  if (scaling_.type != RopeScalingType::Dynamic) return {};
+  return "rope_scaling 'dynamic' (NTK) recomputes inv_freq on the host from each step's positions";
+}
+
 RotaryEmbedding::CosSin RotaryEmbedding::forward(StepContext& ctx) const {
+  if (ctx.capturing && scaling_.type == RopeScalingType::Dynamic) throw GraphCaptureError(graph_capture_blocker());
   const int64_t n = ctx.positions.numel(), half = dim_ / 2;
   CosSin cs{ctx.workspace->alloc(DType::F32, {n, half}), ctx.workspace->alloc(DType::F32, {n, half})};
   Tensor inv = inv_freq_tensor_;

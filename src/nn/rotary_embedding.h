@@ -17,6 +17,9 @@ class RotaryEmbedding {
     Tensor cos, sin;
   };
   CosSin forward(StepContext& ctx) const;
+  // Non-empty when a captured graph could not replay this module (dynamic NTK picks inv_freq on the
+  // host from each step's positions): see Note [Graph capture].
+  std::string graph_capture_blocker() const;
   const std::vector<float>& inv_freq() const { return inv_freq_; }
   float attention_scaling() const { return attention_scaling_; }
 

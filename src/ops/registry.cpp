@@ -95,9 +95,23 @@ bool Registry::has_vendor(const std::string& vendor) const {
 
 namespace {
 LaunchRecorder* g_recorder = nullptr;
-}
+LaunchObserver* g_observer = nullptr;
+}  // namespace
 LaunchRecorder* LaunchRecorder::active() { return g_recorder; }
 void LaunchRecorder::set_active(LaunchRecorder* r) { g_recorder = r; }
+LaunchObserver* LaunchObserver::active() { return g_observer; }
+void LaunchObserver::set_active(LaunchObserver* o) { g_observer = o; }
+
+void BoundLaunch::run() const {
+  switch (op) {
+#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                                 \
+  case OpType::name:                                                                                        \
+    reinterpret_cast<typename OpTraits<OpType::name>::Fn>(fn)(*static_cast<const args_t*>(args.get())); \
+    return;
+    OPCHAIN_OP_TABLE(OPCHAIN_X)
+#undef OPCHAIN_X
+  }
+}
 
 int& detail::launch_depth() {
   static thread_local int depth = 0;

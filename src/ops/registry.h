@@ -5,6 +5,7 @@
 // key, dtype, vendor and what does exist; the step loop never looks anything up.
 #include <functional>
 #include <map>
+#include <memory>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -70,32 +71,70 @@ Kernel<Op> resolve_kernel(const Registry& reg, const std::string& vendor, DType 
   return Kernel<Op>{reinterpret_cast<typename OpTraits<Op>::Fn>(e.fn), &e};
 }
 
-// Observes launches: the graph runner records them while capturing (see Note [Graph capture]).
+// A kernel launch bound to its own copy of its arguments: what a graph replays.
+struct BoundLaunch {
+  const KernelEntry* entry = nullptr;
+  OpType op{};
+  void (*fn)() = nullptr;             // the kernel launched, type-erased OpTraits<op>::Fn
+  std::shared_ptr<const void> args;   // the copy, an OpTraits<op>::Args
+  void run() const;                   // fn(args), typed through the op table
+};
+
+// Records launches: the graph runner captures a step with it (see Note [Graph capture] in
+// backends/graph_runner.h). Only top-level launches are recorded; a fused kernel's sub-kernels run
+// inside its own call.
 class LaunchRecorder {
  public:
   virtual ~LaunchRecorder() = default;
-  // fn/args are the kernel and a copy of its bound arguments; returns false to also run it now.
-  virtual void record(const KernelEntry& entry, std::function<void()> bound_call) = 0;
+  // Called before the launch runs (it still runs now). Throwing aborts the launch and the step.
+  virtual void record(BoundLaunch launch) = 0;
   static LaunchRecorder* active();
   static void set_active(LaunchRecorder* r);
 };
 
+// Watches top-level launches as they run, eager or replayed from a captured graph, e.g. to time
+// kernels or to snapshot a launch's tensors (visit_tensors in backends/visit_tensors.h). `args`
+// points at an OpTraits<entry.op>::Args valid for the duration of the call only.
+class LaunchObserver {
+ public:
+  virtual ~LaunchObserver() = default;
+  virtual void before_launch(const KernelEntry& entry, const void* args) = 0;
+  virtual void after_launch(const KernelEntry& entry, const void* args) = 0;
+  static LaunchObserver* active();
+  static void set_active(LaunchObserver* o);
+};
+
 namespace detail {
 int& launch_depth();
-}
+// Marks the calling thread as inside a kernel for its lifetime, so that the launches the kernel
+// makes itself (a fused op's steps) are nested, not top-level; unwinds with the kernel on a throw.
+struct InsideKernel {
+  InsideKernel() { ++launch_depth(); }
+  ~InsideKernel() { --launch_depth(); }
+  InsideKernel(const InsideKernel&) = delete;
+  InsideKernel& operator=(const InsideKernel&) = delete;
+};
+}  // namespace detail
 
 // Layer 4's call: run the kernel on its arguments. `site` and `describe` feed tracing and are only
 // used when a Tracer is active; `describe(metadata, tensors)` fills the two strings.
 template <OpType Op, class Describe>
 void launch(const Kernel<Op>& k, const typename OpTraits<Op>::Args& args, const TraceSite* site, Describe&& describe) {
-  if (LaunchRecorder* rec = LaunchRecorder::active(); rec && detail::launch_depth() == 0) {
-    rec->record(*k.entry, [fn = k.fn, a = args] { fn(a); });
+  using Args = typename OpTraits<Op>::Args;
+  LaunchObserver* observer = nullptr;
+  if (detail::launch_depth() == 0) {
+    if (LaunchRecorder* rec = LaunchRecorder::active())
+      rec->record(BoundLaunch{k.entry, Op, reinterpret_cast<void (*)()>(k.fn), std::make_shared<const Args>(args)});
+    observer = LaunchObserver::active();
+    if (observer) observer->before_launch(*k.entry, &args);
   }
   Tracer* tracer = Tracer::active();
   if (!tracer) {
-    ++detail::launch_depth();
-    k.fn(args);
-    --detail::launch_depth();
+    {
+      detail::InsideKernel inside;
+      k.fn(args);
+    }
+    if (observer) observer->after_launch(*k.entry, &args);
     return;
   }
   TraceEvent ev;
@@ -110,10 +149,12 @@ void launch(const Kernel<Op>& k, const typename OpTraits<Op>::Args& args, const 
   ev.kernel = k.entry->kernel_name;
   describe(ev.metadata, ev.tensors);
   const size_t idx = tracer->begin(std::move(ev));
-  ++detail::launch_depth();
-  k.fn(args);
-  --detail::launch_depth();
+  {
+    detail::InsideKernel inside;
+    k.fn(args);
+  }
   tracer->end(idx);
+  if (observer) observer->after_launch(*k.entry, &args);
 }
 
 // "name=dtype[shape] ..." for trace output.

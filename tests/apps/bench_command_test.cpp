@@ -27,8 +27,7 @@ TEST(BenchCommand, JsonReportOnGoldenModel) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j;
   ASSERT_NO_THROW(j = json::parse(r.out)) << r.out;  // exactly one object, nothing else on stdout
-  EXPECT_NE(r.err.find("graph mode not available; running eager"), std::string::npos) << r.err;
-  EXPECT_EQ(j.at("mode"), "eager");
+  EXPECT_EQ(j.at("mode"), "graph");
   EXPECT_EQ(j.at("threads"), 2);
   EXPECT_EQ(j.at("model"), test::model_dir("tiny-qwen3-moe"));
   EXPECT_GE(j.at("load_s").get<double>(), 0);
@@ -54,6 +53,31 @@ TEST(BenchCommand, JsonReportOnGoldenModel) {
   }
   // A bigger batch touches more distinct experts, so a step reads more weight bytes.
   EXPECT_GT(j["decode"][1]["weight_bytes_per_step"].get<double>(), j["decode"][0]["weight_bytes_per_step"].get<double>());
+}
+
+// Without --graph or --eager both decode modes run; each reports its kernel and host time per step,
+// and graph replay leaves less host time than eager.
+TEST(BenchCommand, ComparesEagerAndGraphDecodeHostTime) {
+  const auto r = run_opchain("bench --model " + test::model_dir("tiny-qwen3-moe") +
+                             " --threads 1 --prompt-lens 8 --gen 12 --batches 1,3 --depth 5 --reps 3 --bandwidth-mib 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j;
+  ASSERT_NO_THROW(j = json::parse(r.out)) << r.out;
+  EXPECT_EQ(j.at("mode"), "eager+graph");
+  ASSERT_EQ(j.at("decode").size(), 2u);
+  for (const auto& d : j["decode"]) {
+    EXPECT_EQ(d.at("mode"), "graph");
+    for (const char* mode : {"eager", "graph"}) {
+      const json& m = d.at(mode);
+      expect_stats(m.at("ms_per_step"), mode);
+      const double kernel = m.at("kernel_ms_per_step"), host = m.at("host_ms_per_step");
+      EXPECT_GT(kernel, 0) << mode;
+      EXPECT_GE(host, 0) << mode;
+      EXPECT_LE(kernel, m["ms_per_step"]["max"].get<double>() * 1.5) << mode;
+    }
+    EXPECT_LT(d["graph"]["host_ms_per_step"].get<double>(), d["eager"]["host_ms_per_step"].get<double>());
+    EXPECT_TRUE(d.contains("host_time_removed"));
+  }
 }
 
 TEST(BenchCommand, BadArgumentsAreOneLine) {
