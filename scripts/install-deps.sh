@@ -2,7 +2,7 @@
 # Installs the Debian packages opchain builds and tests with. Safe to run again.
 set -euo pipefail
 PACKAGES=(
-  build-essential cmake ninja-build ccache
+  build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libicu-dev
   python3 python3-numpy
