@@ -10,7 +10,7 @@ namespace opchain::cpu {
 namespace {
 
 // Rows per tile: a tile's weight rows (kColTile of them) stay in L1/L2 while its rows pass over them.
-constexpr int64_t kRowTile = 32;
+constexpr int64_t kRowTile = 64;
 // Output features per tile: a multiple of 16 floats, so threads' output ranges do not share cache lines;
 // wide, so a packed tile (simd_impl.inc) packs its rows once for many weight rows.
 constexpr int64_t kMaxColTile = 1024;
