@@ -45,8 +45,12 @@ float max_rel_diff(const Tensor& a, const Tensor& b) {
 }
 
 TEST(CpuBf16Dot, OffByDefaultAndUnsupportedStaysOff) {
-  if (std::getenv("OPCHAIN_CPU_BF16_DOT") == nullptr) EXPECT_FALSE(cpu::bf16_dot_active());
-  if (!cpu::bf16_dot_supported()) EXPECT_FALSE(cpu::set_bf16_dot(true));
+  if (std::getenv("OPCHAIN_CPU_BF16_DOT") == nullptr) {
+    EXPECT_FALSE(cpu::bf16_dot_active());
+  }
+  if (!cpu::bf16_dot_supported()) {
+    EXPECT_FALSE(cpu::set_bf16_dot(true));
+  }
 }
 
 TEST(CpuBf16Dot, LinearNearReferenceBatchInvariantAndDeterministic) {
