@@ -16,6 +16,7 @@ Runner add_generate_command(CLI::App& app);
 Runner add_make_model_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_align_command(CLI::App& app);
+Runner add_serve_command(CLI::App& app);
 
 // Shared helpers.
 std::vector<int32_t> parse_ids(const std::string& ids, const std::string& ids_file);

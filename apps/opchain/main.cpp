@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(opchain::cli::add_make_model_command(app));
   add(opchain::cli::add_bench_command(app));
   add(opchain::cli::add_align_command(app));
+  add(opchain::cli::add_serve_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -175,6 +175,8 @@ void LLMEngine::finish(Sequence& s, FinishReason reason) {
   s.text += ev.text_delta;
   ev.finished = true;
   ev.finish_reason = reason;
+  ev.prompt_tokens = s.prompt_len;
+  ev.completion_tokens = s.generated();
   RequestOutput out;
   out.request_id = s.id;
   out.ids.assign(s.tokens.begin() + s.prompt_len, s.tokens.end());

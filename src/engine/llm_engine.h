@@ -55,6 +55,9 @@ struct StreamEvent {
   std::string text_delta;    // complete UTF-8 text that became safe to show
   bool finished = false;
   FinishReason finish_reason = FinishReason::None;
+  // Set on the finished event: a stop token or a last token with no text sends no event of its
+  // own, so counting events cannot give the usage a server reports.
+  int64_t prompt_tokens = 0, completion_tokens = 0;
 };
 using StreamCallback = std::function<void(const StreamEvent&)>;
 

@@ -1,0 +1,780 @@
+#include "server/openai_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "server/openai_protocol.h"
+
+namespace opchain::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string random_id(const char* prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xffffffffu));
+  return std::string(prefix) + buf;
+}
+
+// httplib's own ThreadPool queues accepted sockets without limit. This one has a fixed number of
+// workers and a bounded backlog; when the backlog is full, enqueue() blocks httplib's accept loop,
+// so further clients wait in the kernel's listen queue instead of piling up in our memory.
+class BoundedTaskQueue final : public httplib::TaskQueue {
+ public:
+  BoundedTaskQueue(size_t threads, size_t max_pending) : max_pending_(max_pending) {
+    workers_.reserve(threads);
+    for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
+  }
+  ~BoundedTaskQueue() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock lock(mu_);
+    room_.wait(lock, [&] { return jobs_.size() < max_pending_ || shutdown_; });
+    jobs_.push_back(std::move(fn));
+    lock.unlock();
+    work_.notify_one();
+  }
+
+  void shutdown() override {
+    {
+      std::lock_guard lock(mu_);
+      shutdown_ = true;
+    }
+    work_.notify_all();
+    room_.notify_all();
+    for (auto& t : workers_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mu_);
+        work_.wait(lock, [&] { return shutdown_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // shutting down and nothing left: accepted sockets are still served
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      room_.notify_one();
+      fn();
+    }
+  }
+
+  const size_t max_pending_;
+  std::mutex mu_;
+  std::condition_variable work_, room_;
+  std::deque<std::function<void()>> jobs_;
+  bool shutdown_ = false;
+  std::vector<std::thread> workers_;
+};
+
+// httplib::Server with the listen backlog raised: the Debian build listens with a backlog of 5,
+// so a burst of new connections (32 clients connecting at once) overflows the accept queue and the
+// kernel drops SYNs, which clients only retry after a second. Listening again on the bound socket
+// just updates the backlog.
+class HttpServer : public httplib::Server {
+ public:
+  bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+  void observe(double v) {
+    std::lock_guard lock(mu_);
+    const size_t i = static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+    ++counts_[i];
+    sum_ += v;
+    ++count_;
+  }
+
+  void render(std::string& out, const char* name, const char* help) const {
+    std::lock_guard lock(mu_);
+    char buf[160];
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " histogram\n";
+    int64_t cumulative = 0;
+    for (size_t i = 0; i < bounds_.size(); ++i) {
+      cumulative += counts_[i];
+      std::snprintf(buf, sizeof buf, "%s_bucket{le=\"%g\"} %lld\n", name, bounds_[i], static_cast<long long>(cumulative));
+      out += buf;
+    }
+    std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name,
+                  static_cast<long long>(count_), name, sum_, name, static_cast<long long>(count_));
+    out += buf;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<int64_t> counts_;
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+const std::vector<double> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+const std::vector<double> kStepBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+
+// httplib runs the pre-routing handler, the route handler, a chunked content provider and then the
+// logger for one request on one worker thread, so per-request log fields can live here.
+struct RequestRecord {
+  bool active = false;
+  Clock::time_point start;
+  int64_t prompt_tokens = -1, completion_tokens = -1;
+};
+thread_local RequestRecord t_record;
+
+// One HTTP generation request: its sequences' events, pushed by engine callbacks (engine thread)
+// and taken by the HTTP worker that answers the client.
+struct Generation {
+  struct Event {
+    size_t choice = 0;
+    std::string text;
+    bool finished = false;
+    FinishReason reason = FinishReason::None;
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+  };
+
+  explicit Generation(size_t choices) : engine_ids(choices, 0) {}
+
+  void push(size_t choice, const StreamEvent& ev) {
+    {
+      std::lock_guard lock(mu);
+      if (!ev.text_delta.empty() && !first_text) first_text = Clock::now();
+      if (ev.finished) ++finished_in_engine;
+      events.push_back(Event{choice, ev.text_delta, ev.finished, ev.finish_reason, ev.prompt_tokens, ev.completion_tokens});
+    }
+    cv.notify_all();
+  }
+
+  void fail(const std::string& message) {
+    {
+      std::lock_guard lock(mu);
+      if (failure.empty()) failure = message;
+    }
+    cv.notify_all();
+  }
+
+  // Waits up to `timeout` for events; empty on timeout. Throws ApiError once the engine failed.
+  std::deque<Event> take(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, timeout, [&] { return !events.empty() || !failure.empty(); });
+    if (!failure.empty()) throw ApiError(500, "the engine failed while generating: " + failure, "server_error");
+    std::deque<Event> out;
+    out.swap(events);
+    return out;
+  }
+
+  void set_engine_id(size_t choice, uint64_t id) {
+    std::lock_guard lock(mu);
+    engine_ids[choice] = id;
+  }
+  // The sequences the engine has not finished (ids of sequences never queued are 0 and skipped).
+  std::vector<uint64_t> unfinished_ids() {
+    std::lock_guard lock(mu);
+    if (finished_in_engine >= engine_ids.size()) return {};
+    std::vector<uint64_t> ids;
+    for (uint64_t id : engine_ids)
+      if (id != 0) ids.push_back(id);
+    return ids;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Event> events;
+  std::vector<uint64_t> engine_ids;
+  size_t finished_in_engine = 0;
+  std::string failure;
+  const Clock::time_point start = Clock::now();
+  std::optional<Clock::time_point> first_text;
+};
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+struct OpenAIServer::Impl {
+  Impl(ServedModel m, ServerOptions o) : model(std::move(m)), opt(std::move(o)) {
+    if (!model.engine || !model.tokenizer) throw InvalidArgumentError("OpenAIServer needs an engine and a tokenizer");
+    if (opt.max_concurrent <= 0) throw InvalidArgumentError("max_concurrent must be positive");
+    limits.served_model = opt.served_model;
+    limits.max_context = model.engine->max_context();
+  }
+
+  // ---- per-request ownership ----
+
+  // Everything one generation request holds: a concurrency slot, its place in the live set (so
+  // shutdown and engine failures reach it), and its engine sequences, which are aborted if the
+  // request ends before they do (client gone, error), so their KV blocks free at the next step.
+  class Flight {
+   public:
+    Flight(Impl& impl, size_t choices) : impl_(impl), gen(std::make_shared<Generation>(choices)) {
+      if (impl_.in_flight.fetch_add(1) >= impl_.opt.max_concurrent) {
+        impl_.in_flight.fetch_sub(1);
+        throw ApiError(429, "too many concurrent requests (limit " + std::to_string(impl_.opt.max_concurrent) + ")",
+                       "rate_limit_error", "", "too_many_requests");
+      }
+      std::lock_guard lock(impl_.live_mu);
+      impl_.live[gen.get()] = gen;
+    }
+    ~Flight() {
+      for (uint64_t id : gen->unfinished_ids()) impl_.model.engine->abort(id);
+      {
+        std::lock_guard lock(impl_.live_mu);
+        impl_.live.erase(gen.get());
+      }
+      impl_.metrics_prompt_tokens += prompt_tokens;
+      impl_.metrics_completion_tokens += completion_tokens;
+      {
+        std::lock_guard lock(gen->mu);
+        if (gen->first_text) impl_.ttft.observe(std::chrono::duration<double>(*gen->first_text - gen->start).count());
+      }
+      impl_.request_seconds.observe(seconds_since(gen->start));
+      impl_.in_flight.fetch_sub(1);
+    }
+    Flight(const Flight&) = delete;
+    Flight& operator=(const Flight&) = delete;
+
+    Impl& impl_;
+    std::shared_ptr<Generation> gen;
+    int64_t prompt_tokens = 0, completion_tokens = 0;
+  };
+
+  // ---- HTTP plumbing ----
+
+  void check_auth(const httplib::Request& req) const {
+    if (opt.api_key.empty()) return;
+    const std::string h = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (h.empty()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "", "invalid_api_key");
+    if (h.compare(0, prefix.size(), prefix) != 0 || !constant_time_equal(h.substr(prefix.size()), opt.api_key))
+      throw ApiError(401, "incorrect API key", "authentication_error", "", "invalid_api_key");
+  }
+
+  static void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
+    res.status = status;
+    res.set_content(dump(j), "application/json");
+  }
+
+  static void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.body()); }
+
+  std::string read_body(httplib::Response& res, const httplib::ContentReader& reader) const {
+    std::string body;
+    bool too_big = false;
+    const bool ok = reader([&](const char* data, size_t len) {
+      if (body.size() + len > opt.max_body_bytes) {
+        too_big = true;  // a chunked or length-less body has no Content-Length for httplib to check
+        return false;
+      }
+      body.append(data, len);
+      return true;
+    });
+    if (too_big || res.status == 413)
+      throw ApiError(413, "the request body is larger than " + std::to_string(opt.max_body_bytes) + " bytes",
+                     "invalid_request_error", "", "request_too_large");
+    if (!ok) throw ApiError(400, "could not read the request body", "invalid_request_error", "", "invalid_body");
+    return body;
+  }
+
+  // ---- generation ----
+
+  std::vector<std::vector<int32_t>> tokenize(const ParsedRequest& pr) const {
+    std::vector<std::vector<int32_t>> prompts;
+    if (pr.endpoint == Endpoint::Chat) {
+      if (!model.chat_template)
+        throw ApiError(400, "this model has no chat template; use /v1/completions with a plain prompt",
+                       "invalid_request_error", "messages", "no_chat_template");
+      std::string text;
+      try {
+        text = model.chat_template->render(pr.messages, pr.tools, true, pr.chat_template_kwargs);
+      } catch (const InvalidArgumentError& e) {
+        throw ApiError(400, std::string("the chat template cannot render these messages: ") + e.what(),
+                       "invalid_request_error", "messages");
+      }
+      // The rendered template holds the control tokens (<|im_start|>, ...): match them as specials.
+      prompts.push_back(model.tokenizer->encode(text, true));
+    } else {
+      for (const auto& p : pr.prompts) prompts.push_back(p.is_ids ? p.ids : model.tokenizer->encode(p.text));
+    }
+    for (size_t i = 0; i < prompts.size(); ++i)
+      if (prompts[i].empty())
+        throw ApiError(400, "the prompt encodes to no tokens", "invalid_request_error",
+                       pr.endpoint == Endpoint::Chat ? "messages" : "prompt");
+    return prompts;
+  }
+
+  int64_t max_new_tokens(const ParsedRequest& pr, int64_t prompt_len) const {
+    const int64_t ctx = model.engine->max_context();
+    const std::string param = pr.endpoint == Endpoint::Chat ? "messages" : "prompt";
+    if (pr.max_tokens) {
+      if (prompt_len + *pr.max_tokens > ctx)
+        throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx) + " tokens. However, you requested " +
+                                std::to_string(prompt_len + *pr.max_tokens) + " tokens (" + std::to_string(prompt_len) +
+                                " in the prompt, " + std::to_string(*pr.max_tokens) +
+                                " for the completion). Please reduce the prompt or max_tokens.",
+                       "invalid_request_error", param, "context_length_exceeded");
+      return *pr.max_tokens;
+    }
+    // No max_tokens: whatever room the context and the KV cache leave (vLLM's default), capped by
+    // generation_config's max_new_tokens when the model sets one.
+    const EngineStats st = model.engine->stats();
+    const int64_t kv_tokens = (st.blocks_used + st.blocks_free) * model.engine->config().block_size;
+    const int64_t room = std::min(ctx, kv_tokens) - prompt_len;
+    if (room <= 0)
+      throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx) + " tokens, but the prompt is " +
+                              std::to_string(prompt_len) + " tokens, which leaves no room for a completion.",
+                     "invalid_request_error", param, "context_length_exceeded");
+    return model.defaults.max_new_tokens > 0 ? std::min(model.defaults.max_new_tokens, room) : room;
+  }
+
+  std::shared_ptr<Flight> submit(const ParsedRequest& pr, const std::vector<std::vector<int32_t>>& prompts) {
+    const size_t n = static_cast<size_t>(pr.n);
+    // Every prompt is checked against the context before any sequence is queued.
+    std::vector<int64_t> max_new;
+    for (const auto& p : prompts) max_new.push_back(max_new_tokens(pr, static_cast<int64_t>(p.size())));
+    auto flight = std::make_shared<Flight>(*this, prompts.size() * n);
+    for (const auto& p : prompts) flight->prompt_tokens += static_cast<int64_t>(p.size());
+    t_record.prompt_tokens = flight->prompt_tokens;
+    std::shared_ptr<Generation> gen = flight->gen;
+    for (size_t pi = 0; pi < prompts.size(); ++pi) {
+      for (size_t j = 0; j < n; ++j) {
+        const size_t choice = pi * n + j;
+        GenerationRequest r;
+        r.prompt_ids = prompts[pi];
+        r.sampling = pr.sampling;
+        // n samples of one seeded request should differ from each other yet repeat run to run.
+        if (r.sampling.seed && j > 0) r.sampling.seed = *r.sampling.seed + j;
+        r.max_new_tokens = max_new[pi];
+        r.stop = pr.stop;
+        r.ignore_eos = pr.ignore_eos;
+        r.skip_special_tokens = pr.skip_special_tokens;
+        try {
+          const uint64_t id = model.engine->add_request(
+              std::move(r), [gen, choice](const StreamEvent& ev) { gen->push(choice, ev); });
+          gen->set_engine_id(choice, id);
+        } catch (const QueueFullError& e) {
+          // ~Flight aborts the sequences this request already queued.
+          throw ApiError(429, std::string(e.what()) + "; retry later", "rate_limit_error", "", "queue_full");
+        } catch (const InvalidArgumentError& e) {
+          throw ApiError(400, e.what(), "invalid_request_error", pr.endpoint == Endpoint::Chat ? "messages" : "prompt");
+        }
+      }
+    }
+    return flight;
+  }
+
+  ApiError aborted_error() const {
+    if (draining) return ApiError(503, "the request was cancelled: the server is shutting down", "server_error", "", "shutting_down");
+    return ApiError(500, "the request was cancelled by the engine", "server_error");
+  }
+
+  void answer_whole(Flight& flight, const ParsedRequest& pr, httplib::Response& res) {
+    const size_t total = flight.gen->engine_ids.size();
+    std::vector<ChoiceResult> choices(total);
+    size_t finished = 0;
+    while (finished < total) {
+      for (auto& ev : flight.gen->take(std::chrono::milliseconds(1000))) {
+        choices[ev.choice].text += ev.text;
+        if (!ev.finished) continue;
+        ++finished;
+        choices[ev.choice].finish_reason = ev.reason;
+        flight.completion_tokens += ev.completion_tokens;
+        t_record.completion_tokens = flight.completion_tokens;
+        if (ev.reason == FinishReason::Aborted) throw aborted_error();
+      }
+    }
+    const ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
+                            opt.served_model};
+    send_json(res, 200, completion_response(meta, choices, Usage{flight.prompt_tokens, flight.completion_tokens}));
+  }
+
+  void answer_stream(std::shared_ptr<Flight> flight, const ParsedRequest& pr, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
+                      opt.served_model};
+    const bool include_usage = pr.include_usage;
+    // One provider call streams the whole response: httplib checks for shutdown only between
+    // calls, and a graceful shutdown should let a stream finish rather than cut it mid-message.
+    // The Flight lives as long as the provider, i.e. until httplib destroys the Response, so a
+    // client that goes away has its sequences aborted however the stream ended.
+    res.set_chunked_content_provider(
+        "text/event-stream", [this, flight, meta, include_usage](size_t, httplib::DataSink& sink) {
+          auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+          Generation& gen = *flight->gen;
+          const size_t total = gen.engine_ids.size();
+          if (meta.endpoint == Endpoint::Chat)
+            for (size_t i = 0; i < total; ++i)
+              if (!write(sse_event(stream_chunk(meta, static_cast<int>(i), "", true, std::nullopt, include_usage))))
+                return false;
+          size_t finished = 0;
+          auto last_write = Clock::now();
+          while (finished < total) {
+            std::deque<Generation::Event> events;
+            try {
+              events = gen.take(std::chrono::milliseconds(500));
+            } catch (const ApiError& e) {
+              write(sse_event(e.body()));
+              write(std::string(kSseDone));
+              sink.done();
+              return true;
+            }
+            if (events.empty()) {
+              // A comment line (ignored by SSE clients) while a request waits in the queue: the
+              // only way to learn that its client went away before any token is due.
+              if (seconds_since(last_write) >= 1.0) {
+                if (!write(": keep-alive\n\n")) return false;
+                last_write = Clock::now();
+              }
+              continue;
+            }
+            // Events that queued up while the client was slow go out as one chunk per choice.
+            std::map<size_t, std::string> pending;
+            auto flush = [&](size_t choice) {
+              auto it = pending.find(choice);
+              if (it == pending.end()) return true;
+              const bool ok =
+                  write(sse_event(stream_chunk(meta, static_cast<int>(choice), it->second, false, std::nullopt, include_usage)));
+              pending.erase(it);
+              return ok;
+            };
+            for (auto& ev : events) {
+              if (!ev.text.empty()) pending[ev.choice] += ev.text;
+              if (!ev.finished) continue;
+              ++finished;
+              flight->completion_tokens += ev.completion_tokens;
+              t_record.completion_tokens = flight->completion_tokens;
+              if (!flush(ev.choice)) return false;
+              const std::string end = ev.reason == FinishReason::Aborted
+                                          ? sse_event(aborted_error().body())
+                                          : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), "", false,
+                                                                   ev.reason, include_usage));
+              if (!write(end)) return false;
+            }
+            for (size_t c = 0; c < total; ++c)
+              if (!flush(c)) return false;
+            last_write = Clock::now();
+          }
+          if (include_usage && !write(sse_event(usage_chunk(meta, Usage{flight->prompt_tokens, flight->completion_tokens}))))
+            return false;
+          if (!write(std::string(kSseDone))) return false;
+          sink.done();
+          return true;
+        });
+  }
+
+  void handle_generation(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+                         Endpoint ep) {
+    try {
+      // Read the body before anything can refuse the request: an unread body would be parsed as
+      // the next request on this keep-alive connection.
+      const std::string body = read_body(res, reader);
+      check_auth(req);
+      if (draining) throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
+      const ParsedRequest pr = parse_request(body, ep, model.defaults.sampling, limits);
+      const auto prompts = tokenize(pr);
+      std::shared_ptr<Flight> flight = submit(pr, prompts);
+      if (pr.stream) answer_stream(std::move(flight), pr, res);
+      else answer_whole(*flight, pr, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const InvalidArgumentError& e) {
+      send_error(res, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+    }
+  }
+
+  // ---- metrics ----
+
+  std::string render_metrics() {
+    const EngineStats st = model.engine->stats();
+    std::string out;
+    char buf[256];
+    auto metric = [&](const char* name, const char* type, const char* help, double value) {
+      std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s %s\n%s %.9g\n", name, help, name, type, name, value);
+      out += buf;
+    };
+    out += "# HELP opchain_requests_total HTTP requests answered, by endpoint and status.\n"
+           "# TYPE opchain_requests_total counter\n";
+    {
+      std::lock_guard lock(requests_mu);
+      for (const auto& [key, count] : requests_total) {
+        std::snprintf(buf, sizeof buf, "opchain_requests_total{endpoint=\"%s\",status=\"%d\"} %lld\n", key.first.c_str(),
+                      key.second, static_cast<long long>(count));
+        out += buf;
+      }
+    }
+    metric("opchain_prompt_tokens_total", "counter", "Prompt tokens of completed generation requests.",
+           static_cast<double>(metrics_prompt_tokens.load()));
+    metric("opchain_generation_tokens_total", "counter", "Tokens generated for completed generation requests.",
+           static_cast<double>(metrics_completion_tokens.load()));
+    metric("opchain_requests_in_flight", "gauge", "Generation requests being served.", in_flight.load());
+    metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.", static_cast<double>(st.waiting));
+    metric("opchain_running_sequences", "gauge", "Sequences in the running batch.", static_cast<double>(st.running));
+    metric("opchain_kv_blocks_used", "gauge", "KV cache blocks held by sequences.", static_cast<double>(st.blocks_used));
+    metric("opchain_kv_blocks_free", "gauge", "KV cache blocks free.", static_cast<double>(st.blocks_free));
+    const double blocks = static_cast<double>(st.blocks_used + st.blocks_free);
+    metric("opchain_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use.",
+           blocks > 0 ? static_cast<double>(st.blocks_used) / blocks : 0.0);
+    metric("opchain_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.", static_cast<double>(st.preemptions));
+    metric("opchain_engine_steps_total", "counter", "Engine steps run.", static_cast<double>(st.steps));
+    metric("opchain_engine_last_step_seconds", "gauge", "Duration of the latest engine step.", st.last_step_ms / 1000.0);
+    step_seconds.render(out, "opchain_engine_step_seconds", "Duration of engine steps that ran a batch.");
+    ttft.render(out, "opchain_time_to_first_token_seconds", "From request arrival to its first text.");
+    request_seconds.render(out, "opchain_request_duration_seconds", "From request arrival to its last token.");
+    return out;
+  }
+
+  static std::string endpoint_label(const std::string& path) {
+    for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"})
+      if (path == known) return known;
+    if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{model}";
+    return "other";  // arbitrary client paths must not create unbounded label sets
+  }
+
+  void log_request(const httplib::Request& req, const httplib::Response& res) {
+    {
+      std::lock_guard lock(requests_mu);
+      ++requests_total[{endpoint_label(req.path), res.status}];
+    }
+    if (opt.log_requests) {
+      const RequestRecord& r = t_record;
+      auto count = [](int64_t v) { return v < 0 ? std::string("-") : std::to_string(v); };
+      const double ms = r.active ? seconds_since(r.start) * 1000.0 : 0.0;
+      std::fprintf(stderr, "%s %s %d prompt_tokens=%s completion_tokens=%s %.1fms\n",
+                   req.method.empty() ? "-" : req.method.c_str(), req.path.empty() ? "-" : req.path.c_str(), res.status,
+                   count(r.prompt_tokens).c_str(), count(r.completion_tokens).c_str(), ms);
+    }
+    t_record = RequestRecord{};
+  }
+
+  // ---- lifecycle ----
+
+  void setup_routes() {
+    const size_t workers = static_cast<size_t>(opt.max_concurrent) + 8;  // + room for health/metrics/idle keep-alives
+    http.new_task_queue = [workers] {
+      // httplib takes ownership of the raw pointer it asks for.
+      return std::make_unique<BoundedTaskQueue>(workers, workers * 2).release();
+    };
+    // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
+    // silently take half the connections; SO_REUSEADDR alone still allows a quick restart.
+    http.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    http.set_payload_max_length(opt.max_body_bytes);
+    // Idle keep-alive connections hold a worker each and delay shutdown by up to this long.
+    http.set_keep_alive_timeout(2);
+    http.set_keep_alive_max_count(1000);
+    http.set_read_timeout(10, 0);
+    http.set_write_timeout(10, 0);
+    http.set_tcp_nodelay(true);  // every SSE chunk should leave at once, not wait for Nagle
+
+    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      t_record = RequestRecord{true, Clock::now()};
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_request(req, res); });
+    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // our own error body
+      std::string message = "error " + std::to_string(res.status);
+      std::string code;
+      if (res.status == 404) {
+        message = "no route for " + req.method + " " + req.path;
+        code = "not_found";
+      } else if (res.status == 413) {
+        message = "the request body is too large";
+        code = "request_too_large";
+      } else if (res.status == 400) {
+        message = "malformed HTTP request";
+      }
+      res.set_content(dump(error_body(message, res.status >= 500 ? "server_error" : "invalid_request_error", "", code)),
+                      "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      send_json(res, 500, error_body("internal error: " + what, "server_error"));
+    });
+
+    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      if (draining) send_json(res, 503, {{"status", "shutting down"}});
+      else send_json(res, 200, {{"status", "ok"}});
+    });
+    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(render_metrics(), "text/plain; version=0.0.4");
+    });
+    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        check_auth(req);
+        send_json(res, 200, models_response(opt.served_model, created, model.engine->max_context()));
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      }
+    });
+    http.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+      try {
+        check_auth(req);
+        const std::string name = req.matches[1];
+        if (name != opt.served_model)
+          throw ApiError(404, "The model '" + name + "' does not exist", "invalid_request_error", "model", "model_not_found");
+        send_json(res, 200, model_object(opt.served_model, created, model.engine->max_context()));
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      }
+    });
+    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                             const httplib::ContentReader& reader) {
+      handle_generation(req, res, reader, Endpoint::Chat);
+    });
+    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                        const httplib::ContentReader& reader) {
+      handle_generation(req, res, reader, Endpoint::Completion);
+    });
+  }
+
+  void engine_loop() {
+    LLMEngine& engine = *model.engine;
+    while (!stop_engine) {
+      engine.wait_for_work(50);
+      const auto t0 = Clock::now();
+      try {
+        if (engine.step()) step_seconds.observe(seconds_since(t0));
+      } catch (const std::exception& e) {
+        // The step's sequences are in an unknown state: fail every request in flight (each answers
+        // 500) and abort their sequences rather than leave clients waiting forever.
+        std::fprintf(stderr, "opchain serve: engine step failed: %s\n", e.what());
+        fail_all(e.what());
+      }
+    }
+  }
+
+  std::vector<std::shared_ptr<Generation>> live_generations() {
+    std::vector<std::shared_ptr<Generation>> out;
+    std::lock_guard lock(live_mu);
+    for (auto& [ptr, weak] : live)
+      if (auto g = weak.lock()) out.push_back(std::move(g));
+    return out;
+  }
+
+  void fail_all(const std::string& why) {
+    for (auto& g : live_generations()) {
+      g->fail(why);
+      for (uint64_t id : g->unfinished_ids()) model.engine->abort(id);
+    }
+  }
+
+  void abort_all() {
+    for (auto& g : live_generations())
+      for (uint64_t id : g->unfinished_ids()) model.engine->abort(id);
+  }
+
+  int start() {
+    setup_routes();
+    created = unix_now();
+    int port = opt.port;
+    if (port == 0) {
+      port = http.bind_to_any_port(opt.host);
+      if (port < 0) throw Error("cannot bind " + opt.host + " on any port");
+    } else if (!http.bind_to_port(opt.host, port)) {
+      throw Error("cannot bind " + opt.host + ":" + std::to_string(port) + " (in use, or not a local address?)");
+    }
+    if (!http.raise_backlog(SOMAXCONN))
+      std::fprintf(stderr, "opchain serve: could not raise the listen backlog; bursts of connections may stall\n");
+    engine_thread = std::thread([this] { engine_loop(); });
+    listener = std::thread([this] {
+      http.listen_after_bind();
+      listener_done = true;
+    });
+    // stop() is a no-op until listen_after_bind has marked the server running; wait for that so a
+    // shutdown right after start() cannot be lost.
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!http.is_running() && !listener_done && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return port;
+  }
+
+  void shutdown() {
+    if (shut_down.exchange(true)) return;
+    draining = true;
+    if (listener.joinable()) http.stop();  // closes the listening socket: no new connections
+    const auto grace = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(std::clamp(opt.shutdown_timeout_s, 0.0, 86400.0)));
+    while (in_flight > 0 && !hurry && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (in_flight > 0) {
+      std::fprintf(stderr, "opchain serve: cancelling %d request(s) still in flight\n", in_flight.load());
+      abort_all();
+    }
+    if (listener.joinable()) listener.join();  // returns once every worker finished its connection
+    stop_engine = true;
+    if (engine_thread.joinable()) engine_thread.join();
+  }
+
+  ServedModel model;
+  ServerOptions opt;
+  ProtocolLimits limits;
+  HttpServer http;
+  std::thread listener, engine_thread;
+  std::atomic<bool> stop_engine{false}, draining{false}, hurry{false}, listener_done{false}, shut_down{false};
+  std::atomic<int> in_flight{0};
+  int64_t created = 0;
+
+  std::mutex live_mu;
+  std::unordered_map<Generation*, std::weak_ptr<Generation>> live;
+
+  std::mutex requests_mu;
+  std::map<std::pair<std::string, int>, int64_t> requests_total;
+  std::atomic<int64_t> metrics_prompt_tokens{0}, metrics_completion_tokens{0};
+  Histogram ttft{kLatencyBuckets}, request_seconds{kLatencyBuckets}, step_seconds{kStepBuckets};
+};
+
+OpenAIServer::OpenAIServer(ServedModel model, ServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(model), std::move(options))) {}
+
+OpenAIServer::~OpenAIServer() {
+  impl_->hurry = true;
+  impl_->shutdown();
+}
+
+int OpenAIServer::start() { return impl_->start(); }
+bool OpenAIServer::listening() const { return !impl_->listener_done; }
+void OpenAIServer::shutdown() { impl_->shutdown(); }
+void OpenAIServer::hurry() { impl_->hurry = true; }
+
+}  // namespace opchain::server
