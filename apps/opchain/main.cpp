@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   add(opchain::cli::add_ops_command(app));
   add(opchain::cli::add_trace_command(app));
   add(opchain::cli::add_generate_command(app));
+  add(opchain::cli::add_chat_command(app));
+  add(opchain::cli::add_tokenize_command(app));
+  add(opchain::cli::add_chat_template_command(app));
   add(opchain::cli::add_make_model_command(app));
   add(opchain::cli::add_bench_command(app));
   add(opchain::cli::add_align_command(app));
