@@ -68,7 +68,9 @@ TEST(CpuPerf, DISABLED_Linear) {
     time_linear(512, 2048, 768, 5);
     time_linear(32, 2048, 768, 20);
     time_linear(8, 2048, 768, 40);
+    time_linear(3, 2048, 768, 40);
     time_linear(1, 2048, 4096, 40);
+    time_linear(32, 2048, 16384, 3);  // a slice of batch-32 decode's lm_head
     cpu::set_bf16_dot(false);
   }
   ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

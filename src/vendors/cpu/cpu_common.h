@@ -2,6 +2,7 @@
 // Internal helpers shared by the cpu vendor's kernel files: registration, threading, scratch
 // buffers and conversions. Not part of the vendor's public interface (cpu_kernels.h).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <source_location>
@@ -82,6 +83,25 @@ void parallel_balanced(const std::vector<int64_t>& cost_before, int64_t total, c
       if (owner(mid) < part) lo = mid + 1; else hi = mid;
     }
     for (size_t i = lo; i < n && owner(i) == part; ++i) fn(i);
+  });
+}
+
+// fn(i) for every work item i in [0, n), handed out one at a time from a shared counter: a thread
+// that finishes early takes the next item, so items whose time the cost model cannot predict (memory
+// bound ones, or a core slowed by a neighbour) still end together. Which thread runs an item never
+// changes its result (Note [cpu kernels]).
+template <class F>
+void parallel_dynamic(size_t n, int64_t total_cost, const F& fn) {
+  if (n == 0) return;
+  const int threads = ThreadPool::global().num_threads();
+  if (threads == 1 || n == 1 || total_cost < 4 * kMinParallelWork) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  parallel_parts(static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), n)), [&](int) {
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed))
+      fn(i);
   });
 }
 

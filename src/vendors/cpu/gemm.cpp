@@ -87,7 +87,8 @@ void gemm(const GemmProblem* problems, size_t count) {
       }
     }
   }
-  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, bf16_dot, problems[items[i].problem], items[i]); });
+  auto run = [&](size_t i) { run_item(sk, bf16_dot, problems[items[i].problem], items[i]); };
+  parallel_dynamic(items.size(), total, run);
 }
 
 }  // namespace opchain::cpu

@@ -210,6 +210,46 @@ static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int
     for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
 }
 
+// The same dot products as micro<R, C> (same lanes, same order: the same bits) for few rows: the R
+// activation vectors stay in registers and the C weight rows stream past them one vector at a time, so
+// C can be 8 (eight weight streams in flight, what a memory-bound decode product needs) with R <= 3.
+template <int R, int C>
+static inline void micro_few_rows(const uint16_t* const* x, const uint16_t* const* w, int64_t k, float* out,
+                                  int64_t ldo, const char* pf) {
+  static_assert(R * C + R + 2 <= 32, "zmm registers");
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  auto step = [&](int64_t at, __mmask32 m) {
+    __m512i xv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_si512(x[r] + at);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i wv = _mm512_maskz_loadu_epi16(m, w[c] + at);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        acc[r][c] = _mm512_dpbf16_ps(acc[r][c], reinterpret_cast<__m512bh>(xv[r]), reinterpret_cast<__m512bh>(wv));
+    }
+  };
+  int64_t i = 0;
+  for (; i + kPair <= k; i += kPair) {
+    if (pf) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * 64, 0, 2);
+      pf += C * 64;
+    }
+    step(i, static_cast<__mmask32>(~0u));
+  }
+  if (i < k) step(i, static_cast<__mmask32>((uint64_t{1} << (k - i)) - 1));  // x is zero-padded already
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
+}
+
 // pf: the next weight rows (contiguous after w[C - 1]), prefetched during the first row block.
 template <int C>
 static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t* const* w, int64_t k, float* out,
@@ -253,8 +293,13 @@ static void gemm_tile(const GemmTile& t) {
         return r0 == 0 ? reinterpret_cast<const char*>(wbase + c * t.ldw) : nullptr;
       };
       int64_t c = 0;
-      if (rows == 1)
-        for (; c + 8 <= cols; c += 8) micro<1, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8));
+      switch (rows) {  // few rows: memory bound, stream 8 weight rows at once
+        case 1: for (; c + 8 <= cols; c += 8) micro_few_rows<1, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
+        case 2: for (; c + 8 <= cols; c += 8) micro_few_rows<2, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
+        case 3: for (; c + 8 <= cols; c += 8) micro_few_rows<3, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
+        case 4: for (; c + 6 <= cols; c += 6) micro_few_rows<4, 6>(xr, wr + c, t.k, o + c, t.ldo, next(c + 6)); break;
+        default: break;
+      }
       for (; c + 3 <= cols; c += 3) rows_c<3>(xr, rows, wr + c, t.k, o + c, t.ldo, next(c + 3));
       for (; c < cols; ++c) rows_c<1>(xr, rows, wr + c, t.k, o + c, t.ldo, nullptr);
     }
