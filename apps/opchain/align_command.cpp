@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/precision_flag.h"
 #include "backends/visit_tensors.h"
 #include "core/error.h"
 #include "core/trace.h"
@@ -167,7 +168,7 @@ std::vector<const TraceEvent*> top_level(const Tracer& t) {
 }
 
 struct AlignOpts {
-  std::string model, ids, ids_file, compare, vendor = "cpu";
+  std::string model, ids, ids_file, compare, vendor = "cpu", precision = "auto";
   int decode_steps = 4;
   double tol = 1e-3;
   int64_t block_size = 16;
@@ -183,7 +184,7 @@ struct Side {
   std::unique_ptr<ModelRunner> runner;
 
   Side(const AlignOpts& o, std::string side_name, const std::string& vendor, bool graph_mode, int64_t total_tokens)
-      : name(std::move(side_name)), graph(graph_mode), m(load_model(o.model, vendor)) {
+      : name(std::move(side_name)), graph(graph_mode), m(load_model(o.model, vendor, {}, precision_choice(o.precision))) {
     cache = std::make_unique<KvCache>(m.config, 1 + (total_tokens + o.block_size - 1) / o.block_size, o.block_size);
     cache->allocator().allocate(cache->blocks_for(total_tokens), blocks);
     runner = std::make_unique<ModelRunner>(*m.model, m.device, *cache);
@@ -311,6 +312,7 @@ Runner add_align_command(CLI::App& app) {
       ->required();
   cmd->add_option("--tol", o->tol, "largest max |a-b| / (1 + |b|) of an op's outputs (default 1e-3)");
   cmd->add_option("--vendor", o->vendor, "vendor of graph:eager (default cpu)");
+  add_precision_flag(cmd, o->precision);
   cmd->add_option("--block-size", o->block_size, "KV cache block size (default 16)");
   return [o] { return run_align(*o); };
 }

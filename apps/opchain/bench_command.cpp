@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/decode_graph_runner.h"
@@ -210,7 +211,7 @@ std::string fmt_stats(const Stats& s, int precision = 1) {
 }
 
 struct Opts {
-  std::string model, vendor = "cpu";
+  std::string model, vendor = "cpu", precision = "auto";
   int threads = 0;
   std::vector<int64_t> prompt_lens{128, 512};
   int64_t gen = 64, depth = 512;
@@ -237,7 +238,7 @@ int run_bench(const Opts& o) {
   if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
   const int threads = ThreadPool::global().num_threads();
 
-  LoadedModel m = load_model(o.model, o.vendor);
+  LoadedModel m = load_model(o.model, o.vendor, {}, precision_choice(o.precision));
   const ModelConfig& c = m.config;
   const int64_t max_prompt = *std::max_element(o.prompt_lens.begin(), o.prompt_lens.end());
   const int64_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
@@ -415,6 +416,7 @@ int run_bench(const Opts& o) {
               {"architecture", c.architecture},
               {"layers", c.num_hidden_layers},
               {"vendor", o.vendor},
+              {"precision", matmul_precision_name(m.device.matmul_precision)},
               {"threads", threads},
               {"mode", mode},
               {"requested_mode", o.graph ? "graph" : o.eager ? "eager" : "eager+graph"},
@@ -435,7 +437,7 @@ int run_bench(const Opts& o) {
   }
   std::cout << "model " << o.model << " (" << c.architecture << ", " << c.num_hidden_layers << " layers, "
             << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor
-            << ", " << threads << " threads, " << mode << "\n"
+            << ", " << matmul_precision_name(m.device.matmul_precision) << " matmuls, " << threads << " threads, " << mode << "\n"
             << "load " << fmt(m.load_seconds, 2) << " s, peak RSS " << fmt(static_cast<double>(rss) / 1e9, 2)
             << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n"
             << "figures: median [min, max] over " << o.reps << " repetitions\n\n";
@@ -477,6 +479,7 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("--depth", o->depth, "tokens already cached per sequence when decode starts");
   cmd->add_option("--reps", o->reps, "repetitions of each measurement");
   cmd->add_option("--vendor", o->vendor, "kernel vendor: cpu or reference");
+  add_precision_flag(cmd, o->precision);
   cmd->add_option("--bandwidth-mib", o->bandwidth_mib, "buffer read by the bandwidth measurement (keep it >> last-level cache)");
   auto* graph = cmd->add_flag("--graph", o->graph, "decode replayed from captured graphs only (default: eager and graph)");
   auto* eager = cmd->add_flag("--eager", o->eager, "eager decode only (default: eager and graph)");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
@@ -48,7 +49,7 @@ std::vector<int32_t> parse_ids(const std::string& ids, const std::string& ids_fi
 Runner add_logits_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("logits", "Prefill logits for every position as a float32 .npy");
   struct Opts {
-    std::string model, ids, ids_file, vendor = "cpu", out = "logits.npy";
+    std::string model, ids, ids_file, vendor = "cpu", out = "logits.npy", precision = "auto";
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
@@ -56,11 +57,12 @@ Runner add_logits_command(CLI::App& app) {
   auto* file = cmd->add_option("--ids-file", o->ids_file, "file of token ids (whitespace or comma separated)");
   ids->excludes(file);
   cmd->add_option("--vendor", o->vendor, "kernel vendor: cpu or reference");
+  add_precision_flag(cmd, o->precision);
   cmd->add_option("--out", o->out, "output .npy path");
   return [o] {
     if (o->ids.empty() && o->ids_file.empty()) throw InvalidArgumentError("give --ids or --ids-file");
     const auto ids = parse_ids(o->ids, o->ids_file);
-    LoadedModel m = load_model(o->model, o->vendor);
+    LoadedModel m = load_model(o->model, o->vendor, {}, precision_choice(o->precision));
     const int64_t n = static_cast<int64_t>(ids.size());
     KvCache cache(m.config, 1 + (n + 15) / 16, 16);
     std::vector<int32_t> blocks;

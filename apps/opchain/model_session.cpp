@@ -9,12 +9,14 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "apps/opchain/precision_flag.h"
 
 namespace opchain::cli {
 
 void EngineFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--model", model, "Hugging Face model directory")->required();
   cmd->add_option("--vendor", vendor, "kernel vendor (cpu, reference)");
+  add_precision_flag(cmd, precision);
   cmd->add_option("--threads", threads, "worker threads (default: all cores)");
   cmd->add_option("--block-size", block_size, "KV cache block size in tokens");
   cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB");
@@ -55,7 +57,7 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
       if (done == total) std::fprintf(stderr, "\r\033[K");
     };
   }
-  s->loaded = load_model(f.model, f.vendor, progress);
+  s->loaded = load_model(f.model, f.vendor, progress, precision_choice(f.precision));
   const std::string tok_path = (std::filesystem::path(f.model) / "tokenizer.json").string();
   if (std::filesystem::exists(tok_path)) s->tokenizer = Tokenizer::from_file(tok_path);
   else if (need_tokenizer) throw FormatError("no tokenizer.json in " + f.model + " (needed for text prompts)");
@@ -77,10 +79,10 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   if (ec.graph && !s->engine->runner().graph_mode())
     std::fprintf(stderr, "graph mode off: %s; decode runs eager\n", s->engine->runner().graph_off_reason().c_str());
   const auto& c = s->loaded.config;
-  std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
+  std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %s matmuls, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
                c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),
                std::string(dtype_name(s->loaded.weights->dominant_dtype())).c_str(), static_cast<int>(c.num_hidden_layers),
-               f.vendor.c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
+               f.vendor.c_str(), std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
                s->loaded.weights->total_bytes() / 1048576.0);
   return s;
 }

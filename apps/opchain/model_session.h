@@ -15,7 +15,7 @@
 namespace opchain::cli {
 
 struct EngineFlags {
-  std::string model, vendor = "cpu";
+  std::string model, vendor = "cpu", precision = "auto";
   int threads = 0;
   int64_t block_size = 16;
   int64_t kv_cache_mb = 512;

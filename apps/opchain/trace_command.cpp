@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "core/trace.h"
 #include "engine/loaded_model.h"
@@ -16,7 +17,7 @@ namespace opchain::cli {
 Runner add_trace_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("trace", "Run one forward and print the chain every op call crossed");
   struct Opts {
-    std::string model, ids, ids_file, vendor = "cpu", chrome;
+    std::string model, ids, ids_file, vendor = "cpu", chrome, precision = "auto";
     int decode_steps = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -24,12 +25,13 @@ Runner add_trace_command(CLI::App& app) {
   cmd->add_option("--ids", o->ids, "comma-separated token ids");
   cmd->add_option("--ids-file", o->ids_file, "file of token ids");
   cmd->add_option("--vendor", o->vendor, "kernel vendor");
+  add_precision_flag(cmd, o->precision);
   cmd->add_option("--chrome-trace", o->chrome, "write Chrome trace JSON here");
   cmd->add_option("--decode-steps", o->decode_steps, "also trace N greedy decode steps after the prefill");
   return [o] {
     if (o->ids.empty() && o->ids_file.empty()) throw InvalidArgumentError("give --ids or --ids-file");
     auto ids = parse_ids(o->ids, o->ids_file);
-    LoadedModel m = load_model(o->model, o->vendor);
+    LoadedModel m = load_model(o->model, o->vendor, {}, precision_choice(o->precision));
     const int64_t total = static_cast<int64_t>(ids.size()) + o->decode_steps;
     KvCache cache(m.config, 1 + (total + 15) / 16, 16);
     std::vector<int32_t> blocks;

@@ -21,7 +21,13 @@ static std::string moe_meta(const MoeMetadata* m) {
 void describe_args(const EmbeddingArgs& a, std::string& m, std::string& t) {
   t = describe_tensors({{"ids", &a.ids}, {"weight", &a.weight}, {"out", &a.out}});
 }
+// Shown only where it is not the f32 default (Note [Matmul precision]).
+static std::string precision_meta(MatmulPrecision p, const char* sep) {
+  return p == MatmulPrecision::F32 ? "" : sep + std::string("precision=") + std::string(matmul_precision_name(p));
+}
+
 void describe_args(const LinearArgs& a, std::string& m, std::string& t) {
+  m = precision_meta(a.precision, "");
   t = describe_tensors({{"x", &a.x}, {"weight", &a.weight}, {"bias", &a.bias}, {"out", &a.out}});
 }
 void describe_args(const RmsNormArgs& a, std::string& m, std::string& t) {
@@ -63,7 +69,7 @@ void describe_args(const MoeGatingTopkSoftmaxArgs& a, std::string& m, std::strin
   t = describe_tensors({{"router_logits", &a.router_logits}, {"topk_weights", &a.topk_weights}, {"topk_ids", &a.topk_ids}});
 }
 void describe_args(const FusedMoeArgs& a, std::string& m, std::string& t) {
-  m = moe_meta(a.meta);
+  m = moe_meta(a.meta) + precision_meta(a.precision, " ");
   t = describe_tensors({{"hidden", &a.hidden}, {"topk_weights", &a.topk_weights}, {"topk_ids", &a.topk_ids}, {"out", &a.out}});
   if (a.experts && a.experts->num_experts() > 0)
     t += " experts=" + std::to_string(a.experts->num_experts()) + "x(gate,up " + a.experts->gate[0].desc() + ", down " +
@@ -74,6 +80,7 @@ void describe_args(const MoeInitRoutingArgs& a, std::string& m, std::string& t) 
   t = describe_tensors({{"x", &a.x}, {"topk_ids", &a.topk_ids}, {"x_sorted", &a.x_sorted}});
 }
 void describe_args(const GroupedMatmulArgs& a, std::string& m, std::string& t) {
+  m = precision_meta(a.precision, "");
   t = describe_tensors({{"x", &a.x}, {"out", &a.out}});
 }
 void describe_args(const SwigluArgs& a, std::string& m, std::string& t) {

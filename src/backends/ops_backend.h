@@ -9,6 +9,7 @@
 #include "backends/moe_comm_policy.h"
 #include "backends/step_context.h"
 #include "core/trace.h"
+#include "ops/matmul_precision.h"
 #include "ops/registry.h"
 
 namespace opchain {
@@ -19,6 +20,9 @@ struct DeviceContext {
   const Registry* registry = nullptr;  // defaults to builtin_registry()
   MoeParallelSizes parallel;
   int64_t ep_rank = 0;
+  // What linear, grouped_matmul and fused_moe compute in (Note [Matmul precision]); every matmul
+  // module of the model passes it to its kernel.
+  MatmulPrecision matmul_precision = MatmulPrecision::F32;
 };
 
 // Base of every impl: the trace site it reports under.

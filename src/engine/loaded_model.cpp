@@ -4,13 +4,31 @@
 
 namespace opchain {
 
-LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress) {
+std::optional<PrecisionChoice> parse_precision_choice(std::string_view s) {
+  if (s == "auto") return PrecisionChoice::Auto;
+  if (s == "f32") return PrecisionChoice::F32;
+  if (s == "bf16") return PrecisionChoice::Bf16;
+  return std::nullopt;
+}
+
+MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype) {
+  switch (choice) {
+    case PrecisionChoice::F32: return MatmulPrecision::F32;
+    case PrecisionChoice::Bf16: return MatmulPrecision::Bf16;
+    case PrecisionChoice::Auto: break;
+  }
+  return checkpoint_dtype == DType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::F32;
+}
+
+LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress,
+                       PrecisionChoice precision) {
   const auto start = std::chrono::steady_clock::now();
   LoadedModel m;
   m.dir = dir;
   m.config = load_model_config(dir);
   m.weights = std::make_unique<WeightStore>(dir);
   m.device.vendor = vendor;
+  m.device.matmul_precision = resolve_precision(precision, m.weights->dominant_dtype());
   m.model = build_model(m.config, *m.weights, m.device, progress);
   m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

@@ -1,6 +1,8 @@
 #pragma once
 // A Hugging Face model directory opened for inference: config, memory-mapped weights, the built model.
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 
 #include "backends/ops_backend.h"
@@ -19,7 +21,16 @@ struct LoadedModel {
   double load_seconds = 0;
 };
 
+// The matmul precision a model is built with (Note [Matmul precision]). Auto: Bf16 when the checkpoint's
+// weights are mostly bf16 (it is then run in its own dtype, as transformers and vLLM's dtype=auto do),
+// else F32. The library default is F32: the reference numerics.
+enum class PrecisionChoice : uint8_t { Auto, F32, Bf16 };
+// "auto" | "f32" | "bf16"; nullopt for anything else.
+std::optional<PrecisionChoice> parse_precision_choice(std::string_view s);
+MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype);
+
 // Throws FormatError / UnsupportedOpError with the file, tensor or op named.
-LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress = {});
+LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress = {},
+                       PrecisionChoice precision = PrecisionChoice::F32);
 
 }  // namespace opchain

@@ -12,6 +12,7 @@ class FusedMoE {
 
  private:
   ExpertWeights experts_;
+  MatmulPrecision precision_;
   std::unique_ptr<FusedMoeImpl> impl_;
 };
 

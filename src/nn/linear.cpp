@@ -5,12 +5,13 @@ namespace opchain::nn {
 Linear::Linear(const ModuleContext& mc, Tensor weight, Tensor bias)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
+      precision_(mc.matmul_precision()),
       impl_(build_kernel_impl<OpType::Linear>(mc.backend(), impl_params(mc, "Linear", weight_.dtype()))) {}
 
 Tensor Linear::forward(StepContext& ctx, const Tensor& x) const {
   const int64_t rows = x.numel() / x.size(-1);
   Tensor out = ctx.workspace->alloc(DType::F32, {rows, weight_.size(0)});
-  (*impl_)(LinearArgs{x.reshape({rows, x.size(-1)}), weight_, bias_, out});
+  (*impl_)(LinearArgs{x.reshape({rows, x.size(-1)}), weight_, bias_, out, precision_});
   return out;
 }
 

@@ -13,6 +13,7 @@ class Linear {
 
  private:
   Tensor weight_, bias_;
+  MatmulPrecision precision_;
   std::unique_ptr<KernelImpl<OpType::Linear>> impl_;
 };
 

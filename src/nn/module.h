@@ -15,6 +15,7 @@ struct ModuleContext {
   std::string path;  // "model.layers.0.self_attn"
   ModuleContext child(const std::string& name) const { return {device, path.empty() ? name : path + "." + name}; }
   const OpsBackend& backend() const { return select_backend(*device); }
+  MatmulPrecision matmul_precision() const { return device->matmul_precision; }
 };
 
 inline ImplBuildParams impl_params(const ModuleContext& mc, const char* nn_module, DType dtype) {

@@ -1,6 +1,7 @@
 #pragma once
 // Layer 4: the `fused_moe` op's arguments. Kernel signature: void(const FusedMoeArgs&).
 #include "core/tensor.h"
+#include "ops/matmul_precision.h"
 #include "ops/step_metadata.h"
 #include "ops/expert_weights.h"
 
@@ -15,6 +16,7 @@ struct FusedMoeArgs {
   Tensor topk_ids;      // i32 [n, k]
   Tensor out;           // f32 [n, h]
   const MoeMetadata* meta = nullptr;
+  MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]: all three matmuls
 };
 
 }  // namespace opchain

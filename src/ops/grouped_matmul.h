@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ops/matmul_precision.h"
 
 namespace opchain {
 
@@ -13,6 +14,7 @@ struct GroupedMatmulArgs {
   const std::vector<Tensor>* weights = nullptr;  // per expert, W [N, k_in]
   Tensor out;               // f32 [m, ld]
   int64_t out_col_offset = 0;
+  MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]
 };
 
 }  // namespace opchain

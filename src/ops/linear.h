@@ -1,6 +1,7 @@
 #pragma once
 // Layer 4: the `linear` op's arguments. Kernel signature: void(const LinearArgs&).
 #include "core/tensor.h"
+#include "ops/matmul_precision.h"
 
 namespace opchain {
 
@@ -10,6 +11,7 @@ struct LinearArgs {
   Tensor weight;  // W [out, in] (Hugging Face layout)
   Tensor bias;    // W [out] or null
   Tensor out;     // f32 [n, out]
+  MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]
 };
 
 }  // namespace opchain

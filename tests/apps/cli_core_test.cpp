@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 TEST(CliLogits, WritesNpyEqualToReference) {
   const std::string dir = test::model_dir("tiny-qwen3-moe");
   const auto out = fs::temp_directory_path() / ("opchain-logits-" + std::to_string(::getpid()) + ".npy");
-  const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir + "/ids.txt --out " + out.string());
+  const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir + "/ids.txt --precision f32 --out " +
+                                   out.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const NpyArray got = read_npy_f32(out.string()), ref = read_npy_f32(dir + "/ref_logits.npy");
   ASSERT_EQ(got.shape, ref.shape);
@@ -26,6 +27,40 @@ TEST(CliLogits, WritesNpyEqualToReference) {
   for (size_t i = 0; i < got.data.size(); ++i) worst = std::max(worst, std::fabs(got.data[i] - ref.data[i]));
   EXPECT_LE(worst, 1e-3f);
   fs::remove(out);
+}
+
+// Without --precision a bf16 checkpoint runs at bf16 precision (Note [Matmul precision]): its logits are
+// those of a bf16 run, so they are checked against ref_logits_bf16.npy, argmax for argmax.
+TEST(CliLogits, DefaultPrecisionOfABf16CheckpointIsBf16) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto out = fs::temp_directory_path() / ("opchain-logits-auto-" + std::to_string(::getpid()) + ".npy");
+  const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir + "/ids.txt --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const NpyArray got = read_npy_f32(out.string()), ref = read_npy_f32(dir + "/ref_logits_bf16.npy"),
+                 ref32 = read_npy_f32(dir + "/ref_logits.npy");
+  ASSERT_EQ(got.shape, ref.shape);
+  const size_t vocab = static_cast<size_t>(ref.shape[1]);
+  float worst = 0, gap = 0, off32 = 0;
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    worst = std::max(worst, std::fabs(got.data[i] - ref.data[i]));
+    gap = std::max(gap, std::fabs(ref32.data[i] - ref.data[i]));
+    off32 = std::max(off32, std::fabs(got.data[i] - ref32.data[i]));
+  }
+  EXPECT_LE(worst, 2.0f * gap);
+  EXPECT_GT(off32, 1e-3f) << "the default did not run at bf16 precision";
+  for (size_t t = 0; t < got.data.size() / vocab; ++t) {
+    const auto row = [&](const NpyArray& a) { return a.data.begin() + static_cast<std::ptrdiff_t>(t * vocab); };
+    EXPECT_EQ(std::max_element(row(got), row(got) + static_cast<std::ptrdiff_t>(vocab)) - row(got),
+              std::max_element(row(ref), row(ref) + static_cast<std::ptrdiff_t>(vocab)) - row(ref))
+        << "argmax at position " << t;
+  }
+  fs::remove(out);
+}
+
+TEST(CliLogits, UnknownPrecisionIsAUsageError) {
+  const auto r = test::run_opchain("logits --model " + test::model_dir("tiny-qwen3-moe") + " --ids 1 --precision fp8");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--precision: fp8 not in {auto,f32,bf16}"), std::string::npos) << r.err;
 }
 
 TEST(CliLogits, BadInputsGiveOneLineAndNonZeroExit) {

@@ -1,7 +1,8 @@
-// The cpu vendor's opt-in bf16 dot mode (Note [bf16 dot mode] in cpu_kernels.h): matmuls with bf16
-// weights round activations to bf16 and use vdpbf16ps. Checked against reference with a bf16-sized
-// bound, for batch invariance and thread-count determinism bit for bit, and on the golden models
-// against ref_logits_bf16.npy (the logits of a bf16-activation run) with the same argmax everywhere.
+// MatmulPrecision::Bf16 on the cpu vendor (Note [Matmul precision], Note [bf16 dot]): matmuls with bf16
+// weights round activations to bf16 and use vdpbf16ps (or, on other SIMD paths, the f32 kernels on the
+// rounded values). Checked against the reference vendor at the same precision within the op tolerance,
+// for batch invariance and thread-count determinism bit for bit, and on the golden models against
+// ref_logits_bf16.npy (the logits of a bf16 run) with the same argmax everywhere.
 #include <cmath>
 #include <fstream>
 #include <random>
@@ -18,12 +19,11 @@
 namespace opchain::harness {
 namespace {
 
-// Turns the mode on for one test and restores the previous state and pool size.
-struct Bf16DotOn {
-  bool was = cpu::bf16_dot_active();
-  bool ok = cpu::set_bf16_dot(true);
-  ~Bf16DotOn() {
-    cpu::set_bf16_dot(was);
+// Restores the pool size and the SIMD path a test changed.
+struct RestoreCpu {
+  cpu::Isa isa = cpu::active_isa();
+  ~RestoreCpu() {
+    cpu::set_active_isa(isa);
     ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
 };
@@ -44,69 +44,114 @@ float max_rel_diff(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-TEST(CpuBf16Dot, OffByDefaultAndUnsupportedStaysOff) {
-  if (std::getenv("OPCHAIN_CPU_BF16_DOT") == nullptr) {
-    EXPECT_FALSE(cpu::bf16_dot_active());
-  }
-  if (!cpu::bf16_dot_supported()) {
-    EXPECT_FALSE(cpu::set_bf16_dot(true));
-  }
+constexpr MatmulPrecision kBf16 = MatmulPrecision::Bf16;
+
+// The SIMD paths to check: the bf16 dot kernel (avx512 with avx512_bf16) and the fallback that
+// rounds the activations and runs the f32 kernels (every other path).
+std::vector<cpu::Isa> isas() {
+  std::vector<cpu::Isa> out;
+  for (cpu::Isa i : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512})
+    if (cpu::isa_supported(i)) out.push_back(i);
+  return out;
 }
 
-TEST(CpuBf16Dot, LinearNearReferenceBatchInvariantAndDeterministic) {
-  Bf16DotOn on;
-  if (!on.ok) GTEST_SKIP() << "no avx512_bf16";
+TEST(CpuBf16Dot, PrecisionIsPartOfTheArgsNotAProcessSwitch) {
+  std::mt19937 g(5);
+  Tensor x = rand_f32(g, {3, 256});
+  Tensor w = rand_tensor(g, DType::BF16, {16, 256}, -0.1f, 0.1f);
+  Tensor a = Tensor::empty(DType::F32, {3, 16}), b = Tensor::empty(DType::F32, {3, 16}), c = Tensor::empty(DType::F32, {3, 16});
+  const auto k = kernel<OpType::Linear>(kCpuVendor, DType::BF16);
+  k.fn(LinearArgs{x, w, Tensor{}, a});
+  k.fn(LinearArgs{x, w, Tensor{}, b, kBf16});
+  k.fn(LinearArgs{x, w, Tensor{}, c});
+  EXPECT_NE(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << "bf16 activations changed nothing";
+  EXPECT_EQ(std::memcmp(a.raw(), c.raw(), a.nbytes()), 0) << "a bf16 call leaked into the next f32 call";
+  // f32 weights ignore the precision.
+  Tensor w32 = rand_tensor(g, DType::F32, {16, 256}, -0.1f, 0.1f);
+  k.fn(LinearArgs{x, w32, Tensor{}, a});
+  resolve_kernel<OpType::Linear>(reg(), kCpuVendor, DType::F32).fn(LinearArgs{x, w32, Tensor{}, b, kBf16});
+  EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+}
+
+TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
+  RestoreCpu restore;
   std::mt19937 g(3);
-  // K: partial vector (257), exact multiple (512), long (2048); rows cross the 8-row register block.
-  for (int64_t in : {257, 512, 2048}) {
-    const int64_t rows = 37, out_f = 200;
-    Tensor x = rand_f32(g, {rows, in});
-    Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, DType::BF16, {out_f});
-    Tensor ref = Tensor::empty(DType::F32, {rows, out_f}), full = Tensor::empty(DType::F32, {rows, out_f});
-    kernel<OpType::Linear>("reference", DType::BF16).fn(LinearArgs{x, w, b, ref});
-    const auto k = kernel<OpType::Linear>(kCpuVendor, DType::BF16);
-    k.fn(LinearArgs{x, w, b, full});
-    const float err = max_rel_diff(full, ref);
-    EXPECT_LE(err, 2e-2f) << "k=" << in;
-    EXPECT_GT(err, 0.0f) << "the bf16 path did not run";  // f32-exact results would mean the mode is off
-    for (int64_t r : {0, 1, 17, 36}) {
-      Tensor one = Tensor::empty(DType::F32, {1, out_f});
-      k.fn(LinearArgs{x.slice_rows(r, r + 1), w, b, one});
-      EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+  for (cpu::Isa isa : isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    // K: partial vector (257), exact multiple (512), long (2048); rows cross the 8-row register block.
+    for (int64_t in : {257, 512, 2048}) {
+      const int64_t rows = 37, out_f = 200;
+      Tensor x = rand_f32(g, {rows, in});
+      Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, DType::BF16, {out_f});
+      Tensor ref = Tensor::empty(DType::F32, {rows, out_f}), ref32 = Tensor::empty(DType::F32, {rows, out_f});
+      Tensor full = Tensor::empty(DType::F32, {rows, out_f});
+      kernel<OpType::Linear>("reference", DType::BF16).fn(LinearArgs{x, w, b, ref, kBf16});
+      kernel<OpType::Linear>("reference", DType::BF16).fn(LinearArgs{x, w, b, ref32});
+      const auto k = kernel<OpType::Linear>(kCpuVendor, DType::BF16);
+      k.fn(LinearArgs{x, w, b, full, kBf16});
+      EXPECT_LE(max_rel_diff(full, ref), 1e-4f) << "k=" << in;  // the op table's linear tolerance
+      EXPECT_GT(max_rel_diff(full, ref32), 1e-4f) << "k=" << in << ": the activations were not rounded";
+      for (int64_t r : {0, 1, 17, 36}) {
+        for (int64_t n : {1, 2, 3, 4}) {  // the few-row kernels against the 8-row blocks
+          if (r + n > rows) continue;
+          Tensor part = Tensor::empty(DType::F32, {n, out_f});
+          k.fn(LinearArgs{x.slice_rows(r, r + n), w, b, part, kBf16});
+          EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(r, r + n).raw(), part.nbytes()), 0) << "rows " << r << "+" << n;
+        }
+      }
+      for (int threads : {1, 3}) {
+        ThreadPool::set_global_threads(threads);
+        Tensor again = Tensor::empty(DType::F32, {rows, out_f});
+        k.fn(LinearArgs{x, w, b, again, kBf16});
+        EXPECT_EQ(std::memcmp(again.raw(), full.raw(), full.nbytes()), 0) << threads << " threads";
+      }
+      ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     }
-    for (int threads : {1, 3}) {
-      ThreadPool::set_global_threads(threads);
-      Tensor again = Tensor::empty(DType::F32, {rows, out_f});
-      k.fn(LinearArgs{x, w, b, again});
-      EXPECT_EQ(std::memcmp(again.raw(), full.raw(), full.nbytes()), 0) << threads << " threads";
-    }
-    ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
 }
 
-TEST(CpuBf16Dot, FusedMoeNearReferenceAndBatchInvariant) {
-  Bf16DotOn on;
-  if (!on.ok) GTEST_SKIP() << "no avx512_bf16";
+TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {
+  RestoreCpu restore;
   std::mt19937 g(11);
   const int64_t n = 37;
   Tensor hidden = rand_f32(g, {n, 64}, -2.0f, 2.0f), ids, weights;
   make_routing(g, n, 2, iota_i32(8), ids, weights);
   auto experts = make_experts(g, DType::BF16, 8, 64, 48);
-  auto run = [&](const char* vendor, int64_t r0, int64_t r1) {
+  auto run = [&](const char* vendor, int64_t r0, int64_t r1, MatmulPrecision p) {
     Tensor out = Tensor::empty(DType::F32, {r1 - r0, 64});
     MoeMetadata meta;
     meta.num_tokens = r1 - r0;
     kernel<OpType::FusedMoe>(vendor, DType::BF16)
         .fn(FusedMoeArgs{hidden.slice_rows(r0, r1), experts.get(), weights.slice_rows(r0, r1), ids.slice_rows(r0, r1),
-                         out, &meta});
+                         out, &meta, p});
     return out;
   };
-  const Tensor full = run(kCpuVendor, 0, n), ref = run("reference", 0, n);
-  EXPECT_LE(max_rel_diff(full, ref), 3e-2f);
-  for (int64_t r : {0, 1, 17, 36}) {
-    const Tensor one = run(kCpuVendor, r, r + 1);
-    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+  const Tensor ref = run("reference", 0, n, kBf16), ref32 = run("reference", 0, n, MatmulPrecision::F32);
+  for (cpu::Isa isa : isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    const Tensor full = run(kCpuVendor, 0, n, kBf16);
+    EXPECT_LE(max_rel_diff(full, ref), 1e-4f);
+    EXPECT_GT(max_rel_diff(full, ref32), 1e-4f);
+    for (int64_t r : {0, 1, 17, 36}) {
+      const Tensor one = run(kCpuVendor, r, r + 1, kBf16);
+      EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+    }
   }
+}
+
+TEST(CpuBf16Dot, AutoPrecisionFollowsTheCheckpoint) {
+  EXPECT_EQ(resolve_precision(PrecisionChoice::Auto, DType::BF16), MatmulPrecision::Bf16);
+  EXPECT_EQ(resolve_precision(PrecisionChoice::Auto, DType::F32), MatmulPrecision::F32);
+  EXPECT_EQ(resolve_precision(PrecisionChoice::Auto, DType::F16), MatmulPrecision::F32);
+  EXPECT_EQ(resolve_precision(PrecisionChoice::F32, DType::BF16), MatmulPrecision::F32);
+  EXPECT_EQ(resolve_precision(PrecisionChoice::Bf16, DType::F32), MatmulPrecision::Bf16);
+  EXPECT_EQ(parse_precision_choice("auto"), PrecisionChoice::Auto);
+  EXPECT_FALSE(parse_precision_choice("fp8").has_value());
+  LoadedModel m = load_model(test::model_dir("tiny-qwen3-moe"), kCpuVendor, {}, PrecisionChoice::Auto);
+  EXPECT_EQ(m.device.matmul_precision, MatmulPrecision::Bf16);  // a bf16 checkpoint
+  EXPECT_EQ(load_model(test::model_dir("tiny-qwen3-moe"), kCpuVendor).device.matmul_precision, MatmulPrecision::F32);
 }
 
 std::vector<int32_t> read_ids(const std::string& path) {
@@ -117,18 +162,17 @@ std::vector<int32_t> read_ids(const std::string& path) {
   return ids;
 }
 
-// Prefill of ids.txt on the cpu vendor in bf16 dot mode against ref_logits_bf16.npy: within a bf16-sized
-// bound and the same argmax at every position.
+// Prefill of ids.txt at bf16 precision, on both vendors, against ref_logits_bf16.npy (a transformers
+// bf16 run): within a bf16-sized bound and the same argmax at every position.
 TEST(CpuBf16Dot, GoldenModelsMatchBf16ReferenceLogits) {
-  Bf16DotOn on;
-  if (!on.ok) GTEST_SKIP() << "no avx512_bf16";
+  for (const char* vendor : {kCpuVendor, "reference"})
   for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe"}) {
-    SCOPED_TRACE(name);
+    SCOPED_TRACE(std::string(vendor) + " " + name);
     const std::string dir = test::model_dir(name);
     const auto ids = read_ids(dir + "/ids.txt");
     ASSERT_FALSE(ids.empty());
     const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy");
-    LoadedModel m = load_model(dir, kCpuVendor);
+    LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
     const int64_t n = static_cast<int64_t>(ids.size());
     KvCache cache(m.config, 1 + (n + 15) / 16, 16);
     std::vector<int32_t> blocks;
@@ -156,7 +200,7 @@ TEST(CpuBf16Dot, GoldenModelsMatchBf16ReferenceLogits) {
     const NpyArray ref32 = read_npy_f32(dir + "/ref_logits.npy");
     float gap = 0;
     for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
-    std::printf("[bf16 dot] %s: max |logit - ref_bf16| = %g; max |ref_f32 - ref_bf16| = %g\n", name, worst, gap);
+    std::printf("[bf16 precision] %s %s: max |logit - ref_bf16| = %g; max |ref_f32 - ref_bf16| = %g\n", vendor, name, worst, gap);
     EXPECT_LE(worst, 2.0f * gap);
   }
 }

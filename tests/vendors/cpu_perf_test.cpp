@@ -19,15 +19,15 @@ double cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-void time_linear(int64_t rows, int64_t in, int64_t out, int reps) {
+void time_linear(int64_t rows, int64_t in, int64_t out, int reps, MatmulPrecision p = MatmulPrecision::F32) {
   std::mt19937 g(1);
   Tensor x = rand_f32(g, {rows, in});
   Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.1f, 0.1f);
   Tensor o = Tensor::empty(DType::F32, {rows, out});
   const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
-  k.fn(LinearArgs{x, w, Tensor{}, o});
+  k.fn(LinearArgs{x, w, Tensor{}, o, p});
   const double t0 = cpu_seconds();
-  for (int i = 0; i < reps; ++i) k.fn(LinearArgs{x, w, Tensor{}, o});
+  for (int i = 0; i < reps; ++i) k.fn(LinearArgs{x, w, Tensor{}, o, p});
   const double s = (cpu_seconds() - t0) / reps;
   std::printf("linear bf16 %lldx%lldx%lld: %.2f ms cpu, %.1f GFLOP/s per cpu-second, %.1f GB/s of weights\n",
               static_cast<long long>(rows), static_cast<long long>(in), static_cast<long long>(out), s * 1e3,
@@ -63,16 +63,14 @@ TEST(CpuPerf, DISABLED_Linear) {
   time_linear(32, 2048, 768, 20);
   time_linear(8, 2048, 768, 40);
   time_linear(1, 2048, 4096, 40);
-  if (cpu::set_bf16_dot(true)) {
-    std::printf("bf16 dot mode:\n");
-    time_linear(512, 2048, 768, 5);
-    time_linear(32, 2048, 768, 20);
-    time_linear(8, 2048, 768, 40);
-    time_linear(3, 2048, 768, 40);
-    time_linear(1, 2048, 4096, 40);
-    time_linear(32, 2048, 16384, 3);  // a slice of batch-32 decode's lm_head
-    cpu::set_bf16_dot(false);
-  }
+  std::printf("bf16 precision%s:\n", cpu::bf16_dot_supported() ? " (vdpbf16ps)" : " (rounded, f32 kernels)");
+  const MatmulPrecision b = MatmulPrecision::Bf16;
+  time_linear(512, 2048, 768, 5, b);
+  time_linear(32, 2048, 768, 20, b);
+  time_linear(8, 2048, 768, 40, b);
+  time_linear(3, 2048, 768, 40, b);
+  time_linear(1, 2048, 4096, 40, b);
+  time_linear(32, 2048, 16384, 3, b);  // a slice of batch-32 decode's lm_head
   ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 

@@ -297,7 +297,8 @@ inline std::vector<Case> embedding_cases() {
 }
 
 inline std::vector<Case> linear_cases() {
-  auto mk = [](std::string name, Shape xs, int64_t out_f, bool bias) {
+  auto mk = [](std::string name, Shape xs, int64_t out_f, bool bias,
+               MatmulPrecision precision = MatmulPrecision::F32) {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   const int64_t in = xs[xs.ndim - 1], rows = xs.numel() / in;
                   Tensor x = rand_f32(g, xs);
@@ -305,14 +306,20 @@ inline std::vector<Case> linear_cases() {
                   Tensor w = rand_tensor(g, dt, {out_f, in}, -ws, ws);
                   Tensor b = bias ? rand_tensor(g, dt, {out_f}) : Tensor();
                   Instance inst{{"out"}, {rand_f32(g, {rows, out_f})}, {}};
-                  inst.call = make_call<OpType::Linear>([=](const Outs& o) { return LinearArgs{x, w, b, o[0]}; });
+                  inst.call = make_call<OpType::Linear>([=](const Outs& o) { return LinearArgs{x, w, b, o[0], precision}; });
                   return inst;
                 }};
   };
   return {mk("1tok_64to32", {1, 64}, 32, false),      mk("7x33_to_17_bias", {7, 33}, 17, true),
           mk("300tok_64to48_bias", {300, 64}, 48, true), mk("37x300_to_70", {37, 300}, 70, false),
           mk("3d_2x5x40_to_24", {2, 5, 40}, 24, true),   mk("1tok_1000to96", {1, 1000}, 96, false),
-          mk("5tok_129to130", {5, 129}, 130, true)};
+          mk("5tok_129to130", {5, 129}, 130, true),
+          // Note [Matmul precision]: bf16 activations (a no-op for f32 and f16 weights). Rows 1-4 take the
+          // few-row kernels, 9 and 37 the 8-row blocks; k 2048 is a real hidden size, 257 a partial vector.
+          mk("bf16x_1tok_2048to40", {1, 2048}, 40, false, MatmulPrecision::Bf16),
+          mk("bf16x_3tok_257to19_bias", {3, 257}, 19, true, MatmulPrecision::Bf16),
+          mk("bf16x_4tok_512to13", {4, 512}, 13, false, MatmulPrecision::Bf16),
+          mk("bf16x_37x300_to_70", {37, 300}, 70, false, MatmulPrecision::Bf16)};
 }
 
 inline std::vector<Case> norm_cases(bool add) {
@@ -538,7 +545,8 @@ inline std::shared_ptr<ExpertWeights> make_experts(std::mt19937& g, DType dt, in
 inline std::vector<Case> fused_moe_cases() {
   std::vector<Case> cases;
   for (const MoeShape& s : moe_shapes()) {
-    cases.push_back({moe_shape_name(s), [s](DType dt, std::mt19937& g) {
+    for (MatmulPrecision precision : {MatmulPrecision::F32, MatmulPrecision::Bf16})
+    cases.push_back({moe_shape_name(s) + (precision == MatmulPrecision::Bf16 ? "_bf16x" : ""), [s, precision](DType dt, std::mt19937& g) {
                        const int64_t rows = s.n + s.pad;
                        Tensor hidden = rand_f32(g, {rows, s.h}, -2.0f, 2.0f), ids, weights;
                        make_routing(g, rows, s.k, s.allowed, ids, weights);
@@ -546,7 +554,7 @@ inline std::vector<Case> fused_moe_cases() {
                        auto meta = make_moe_meta(s.n, s.pad, s.masked);
                        Instance inst{{"out"}, {rand_f32(g, {rows, s.h})}, {}};
                        inst.call = make_call<OpType::FusedMoe>([=](const Outs& o) {
-                         return FusedMoeArgs{hidden, experts.get(), weights, ids, o[0], meta.get()};
+                         return FusedMoeArgs{hidden, experts.get(), weights, ids, o[0], meta.get(), precision};
                        });
                        return inst;
                      }});
@@ -577,7 +585,8 @@ inline std::vector<Case> moe_init_routing_cases() {
 
 inline std::vector<Case> grouped_matmul_cases() {
   // counts per expert (0 = receives no row), k_in, N, ld, col_offset, extra rows past the last expert
-  auto mk = [](std::string name, std::vector<int> counts, int64_t kin, int64_t nout, int64_t ld, int64_t col, int64_t extra) {
+  auto mk = [](std::string name, std::vector<int> counts, int64_t kin, int64_t nout, int64_t ld, int64_t col, int64_t extra,
+               MatmulPrecision precision = MatmulPrecision::F32) {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   std::vector<int32_t> off{0};
                   for (int c : counts) off.push_back(off.back() + c);
@@ -589,7 +598,7 @@ inline std::vector<Case> grouped_matmul_cases() {
                   Tensor offsets = i32_tensor(off);
                   Instance inst{{"out"}, {rand_f32(g, {m, ld})}, {}};
                   inst.call = make_call<OpType::GroupedMatmul>(
-                      [=](const Outs& o) { return GroupedMatmulArgs{x, offsets, w.get(), o[0], col}; });
+                      [=](const Outs& o) { return GroupedMatmulArgs{x, offsets, w.get(), o[0], col, precision}; });
                   return inst;
                 }};
   };
@@ -598,6 +607,8 @@ inline std::vector<Case> grouped_matmul_cases() {
           mk("300rows_4experts", {90, 0, 150, 60}, 64, 48, 48, 0, 0),
           mk("col_offset_25_ld50", {5, 2, 0, 9}, 40, 20, 50, 25, 0),
           mk("decode_2rows_8experts_k300", {0, 1, 0, 0, 0, 1, 0, 0}, 300, 70, 140, 70, 0),
+          mk("bf16x_decode_rows_1_2_3_k300", {1, 0, 2, 3}, 300, 70, 140, 70, 0, MatmulPrecision::Bf16),
+          mk("bf16x_300rows_4experts", {90, 0, 150, 60}, 64, 48, 48, 0, 0, MatmulPrecision::Bf16),
           mk("unrouted_tail_rows", {4, 3}, 24, 16, 16, 0, 5)};
 }
 

@@ -26,17 +26,13 @@ Isa active_isa();
 // Tests and benchmarks: switch the code path; false (and nothing changes) when the CPU lacks it.
 bool set_active_isa(Isa isa);
 
-// Note [bf16 dot mode]: an explicit opt-in for bf16 models. linear, grouped_matmul and fused_moe with
-// bf16 weights round their f32 activations to bf16 (round to nearest even) and multiply with AVX512_BF16
-// vdpbf16ps, accumulating in f32: twice the math rate and half the activation bytes of the default path,
-// at bf16-activation accuracy (like llama.cpp's bf16 path or a transformers bf16 run), so results differ
-// from reference beyond the op table's tolerance. Still batch invariant and thread-count deterministic.
-// Off by default; OPCHAIN_CPU_BF16_DOT=1 in the environment turns it on at start where the CPU has
-// avx512_bf16 (else it stays off). Every other op keeps its f32 numerics.
+// Note [bf16 dot]: linear, grouped_matmul and fused_moe called with MatmulPrecision::Bf16 on bf16
+// weights (Note [Matmul precision]) round the tile's activations to bf16 once and multiply with
+// AVX512_BF16 vdpbf16ps against the weights as stored, accumulating in f32: 32 products per
+// instruction and no widening. Where the CPU lacks avx512_bf16 (or the active ISA is not avx512) the
+// same rounded activations go through the f32 kernels instead: same contract, other summation order.
+// Both are batch invariant and thread-count deterministic.
 bool bf16_dot_supported();
-bool bf16_dot_active();
-// false (and nothing changes) when turning it on on a CPU without avx512_bf16.
-bool set_bf16_dot(bool on);
 
 }  // namespace cpu
 }  // namespace opchain

@@ -78,19 +78,20 @@ static void fused_moe(const FusedMoeArgs& a) {
   auto describe_gmm = [](const GroupedMatmulArgs& g) {
     return [&g](std::string& meta, std::string& tensors) {
       meta = "col_offset=" + std::to_string(g.out_col_offset);
+      if (g.precision != MatmulPrecision::F32) meta += " precision=" + std::string(matmul_precision_name(g.precision));
       const Tensor& w0 = (*g.weights)[0];
       tensors = describe_tensors({{"x", &g.x}, {"weights[0]", &w0}, {"out", &g.out}});
     };
   };
-  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0};
+  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, a.precision};
   launch(gmm, gate, nullptr, describe_gmm(gate));
-  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter};
+  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, a.precision};
   launch(gmm, up, nullptr, describe_gmm(up));
   const SwigluArgs swiglu_args{gate_up, act};
   launch(sk.act, swiglu_args, nullptr, [&](std::string&, std::string& tensors) {
     tensors = describe_tensors({{"x", &swiglu_args.x}, {"out", &swiglu_args.out}});
   });
-  const GroupedMatmulArgs down_args{act, offsets, &w.down, down, 0};
+  const GroupedMatmulArgs down_args{act, offsets, &w.down, down, 0, a.precision};
   launch(gmm, down_args, nullptr, describe_gmm(down_args));
   const MoeTokenUnpermuteArgs unpermute{down, where, a.topk_weights, a.out};
   launch(sk.unpermute, unpermute, nullptr, [&](std::string&, std::string& tensors) {

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ops/matmul_precision.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/simd.h"
 
@@ -32,8 +33,20 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
   t.rows = it.r1 - it.r0;
   t.cols = it.c1 - it.c0;
   t.k = p.k;
-  switch (p.wdtype) {
-    case DType::BF16: (bf16_dot ? bf16_dot : sk.gemm_bf16)(t); break;
+  if (p.bf16_activations && p.wdtype == DType::BF16) {  // Note [bf16 dot]
+    if (bf16_dot) {
+      bf16_dot(t);
+    } else {  // round the tile's rows, then the f32 kernel: each row's values do not depend on the tile
+      thread_local std::vector<float> rounded;
+      float* xr = scratch(rounded, static_cast<size_t>(t.rows * t.k));
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t c = 0; c < t.k; ++c) xr[r * t.k + c] = round_to_bf16(t.x[r * t.ldx + c]);
+      t.x = xr;
+      t.ldx = t.k;
+      sk.gemm_bf16(t);
+    }
+  } else switch (p.wdtype) {
+    case DType::BF16: sk.gemm_bf16(t); break;
     case DType::F16: sk.gemm_f16(t); break;
     default: sk.gemm_f32(t); break;
   }
@@ -49,7 +62,7 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
 
 void gemm(const GemmProblem* problems, size_t count) {
   const SimdKernels& sk = simd();
-  const GemmTileFn bf16_dot = bf16_dot_gemm();  // Note [bf16 dot mode]
+  const GemmTileFn bf16_dot = bf16_dot_gemm();  // Note [bf16 dot]
   const int threads = ThreadPool::global().num_threads();
 
   // Column tile: the largest that still gives every thread several tiles to balance.

@@ -19,6 +19,7 @@ struct GemmProblem {
   int64_t ldo = 0;
   const void* bias = nullptr;  // [n] or null
   DType bias_dtype = DType::F32;
+  bool bf16_activations = false;  // round x to bf16 first (Note [Matmul precision]); bf16 weights only
 };
 
 // Few rows (decode): each thread takes a contiguous range of output features for all rows. Many rows:

@@ -25,6 +25,7 @@ void grouped_matmul(const GroupedMatmulArgs& a) {
     p.k = kin;
     p.out = a.out.data<float>() + r0 * ld + a.out_col_offset;
     p.ldo = ld;
+    p.bf16_activations = rounds_activations_to_bf16(a.precision, p.wdtype);
     problems.push_back(p);
   }
   gemm(problems.data(), problems.size());

@@ -16,6 +16,7 @@ static void linear(const LinearArgs& a) {
   p.k = in;
   p.out = a.out.data<float>();
   p.ldo = p.n;
+  p.bf16_activations = rounds_activations_to_bf16(a.precision, p.wdtype);
   if (!a.bias.is_null()) {
     p.bias = a.bias.raw();
     p.bias_dtype = a.bias.dtype();

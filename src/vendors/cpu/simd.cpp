@@ -137,7 +137,7 @@ const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DTyp
 OPCHAIN_TARGET_END()
 
 OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")
-// Opt-in bf16-activation matmul (Note [bf16 dot mode]): x rounded to bf16 (RNE, as vcvtne2ps2bf16
+// The bf16-activation matmul (Note [bf16 dot], cpu_kernels.h): x rounded to bf16 (RNE, as vcvtne2ps2bf16
 // does), then vdpbf16ps against the bf16 weights as stored: 32 products per instruction, no widening.
 // Dot form like micro(): lane j of a vector accumulator takes the pairs (2j, 2j + 1) + 32 m in order,
 // the last partial vector zero-padded, then one fixed tree; so an element's value depends only on its
@@ -389,27 +389,10 @@ bool bf16_dot_supported() {
 #endif
 }
 
-namespace {
-std::atomic<bool>& bf16_dot_slot() {
-  static std::atomic<bool> slot{[] {
-    const char* e = std::getenv("OPCHAIN_CPU_BF16_DOT");
-    return e && e[0] == '1' && bf16_dot_supported();
-  }()};
-  return slot;
-}
-}  // namespace
-
-bool bf16_dot_active() { return bf16_dot_slot().load(std::memory_order_relaxed); }
-
-bool set_bf16_dot(bool on) {
-  if (on && !bf16_dot_supported()) return false;
-  bf16_dot_slot().store(on, std::memory_order_relaxed);
-  return true;
-}
-
 GemmTileFn bf16_dot_gemm() {
 #if OPCHAIN_CPU_X86
-  return bf16_dot_active() ? &avx512bf16::gemm_tile : nullptr;
+  static const bool supported = bf16_dot_supported();
+  return supported && active_isa() == Isa::Avx512 ? &avx512bf16::gemm_tile : nullptr;
 #else
   return nullptr;
 #endif

@@ -37,7 +37,8 @@ struct SimdKernels {
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
-// The bf16-weight gemm tile of the bf16 dot mode (cpu_kernels.h), or null when the mode is off.
+// The bf16-weight tile for bf16 activations (Note [bf16 dot]), or null where the CPU or the active ISA
+// cannot run it.
 GemmTileFn bf16_dot_gemm();
 
 const SimdKernels& simd();  // of active_isa()

@@ -8,12 +8,16 @@ namespace opchain::reference {
 static void fused_moe(const FusedMoeArgs& a) {
   const ExpertWeights& w = *a.experts;
   const int64_t n = a.hidden.size(0), h = a.hidden.size(1), k = a.topk_ids.size(1), inter = w.intermediate();
-  std::vector<float> act(static_cast<size_t>(inter));
+  std::vector<float> act(static_cast<size_t>(inter)), xr(static_cast<size_t>(h));
+  // Note [Matmul precision]: the gate/up inputs and the down input are what is rounded.
+  const bool bf16_x = rounds_activations_to_bf16(a.precision, w.dtype());
+  auto in = [&](float v) { return bf16_x ? round_to_bf16(v) : v; };
   for (int64_t t = 0; t < n; ++t) {
     float* out = a.out.data<float>() + t * h;
     for (int64_t c = 0; c < h; ++c) out[c] = 0.0f;
     if (a.meta && !a.meta->x_active_mask.is_null() && a.meta->x_active_mask.data<uint8_t>()[t] == 0) continue;
-    const float* x = a.hidden.data<float>() + t * h;
+    for (int64_t c = 0; c < h; ++c) xr[static_cast<size_t>(c)] = in(a.hidden.data<float>()[t * h + c]);
+    const float* x = xr.data();
     for (int64_t j = 0; j < k; ++j) {
       const int64_t e = a.topk_ids.data<int32_t>()[t * k + j];
       const float weight = a.topk_weights.data<float>()[t * k + j];
@@ -23,7 +27,7 @@ static void fused_moe(const FusedMoeArgs& a) {
           g += x[c] * at(w.gate[static_cast<size_t>(e)], i, c);
           u += x[c] * at(w.up[static_cast<size_t>(e)], i, c);
         }
-        act[static_cast<size_t>(i)] = silu(g) * u;
+        act[static_cast<size_t>(i)] = in(silu(g) * u);
       }
       for (int64_t c = 0; c < h; ++c) {
         float y = 0.0f;

@@ -7,10 +7,14 @@ static void grouped_matmul(const GroupedMatmulArgs& a) {
   for (int64_t e = 0; e < experts; ++e) {
     const Tensor& w = (*a.weights)[static_cast<size_t>(e)];
     const int64_t nout = w.size(0);
+    const bool bf16_x = rounds_activations_to_bf16(a.precision, w.dtype());  // Note [Matmul precision]
     for (int64_t r = a.expert_offsets.data<int32_t>()[e]; r < a.expert_offsets.data<int32_t>()[e + 1]; ++r) {
       for (int64_t o = 0; o < nout; ++o) {
         float acc = 0.0f;
-        for (int64_t c = 0; c < kin; ++c) acc += a.x.data<float>()[r * kin + c] * at(w, o, c);
+        for (int64_t c = 0; c < kin; ++c) {
+          const float x = a.x.data<float>()[r * kin + c];
+          acc += (bf16_x ? round_to_bf16(x) : x) * at(w, o, c);
+        }
         a.out.data<float>()[r * ld + a.out_col_offset + o] = acc;
       }
     }

@@ -4,11 +4,12 @@ namespace opchain::reference {
 
 static void linear(const LinearArgs& a) {
   const int64_t n = a.x.numel() / a.x.size(-1), in = a.weight.size(1), out_f = a.weight.size(0);
+  const bool bf16_x = rounds_activations_to_bf16(a.precision, a.weight.dtype());  // Note [Matmul precision]
   for (int64_t i = 0; i < n; ++i) {
     const float* x = a.x.data<float>() + i * in;
     for (int64_t o = 0; o < out_f; ++o) {
       float acc = 0.0f;
-      for (int64_t c = 0; c < in; ++c) acc += x[c] * at(a.weight, o, c);
+      for (int64_t c = 0; c < in; ++c) acc += (bf16_x ? round_to_bf16(x[c]) : x[c]) * at(a.weight, o, c);
       if (!a.bias.is_null()) acc += load_as_f32(a.bias.raw(), a.bias.dtype(), static_cast<size_t>(o));
       a.out.data<float>()[i * out_f + o] = acc;
     }
