@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <random>
 
 #include "vendors/cpu/cpu_common.h"
@@ -55,6 +56,45 @@ void stream_matvec(int64_t rows, int reps) {
 
 TEST(CpuPerf, DISABLED_Stream) {
   for (int64_t rows : {1, 2, 8}) stream_matvec(rows, 5);
+}
+
+// A batched-decode MoE matmul: `tokens` tokens each pick 8 of 128 experts of 768 x 2048 bf16 (384 MiB,
+// far past the last-level cache), one grouped_matmul at bf16 precision on all threads. Wall-clock GB/s
+// of the expert weights it touches.
+void stream_grouped(int64_t tokens, int reps) {
+  std::mt19937 g(4);
+  const int64_t experts = 128, k = 8, in = 2048, out = 768;
+  std::vector<int> count(experts, 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<int> e(experts);
+    for (int i = 0; i < experts; ++i) e[i] = i;
+    std::shuffle(e.begin(), e.end(), g);
+    for (int j = 0; j < k; ++j) ++count[e[j]];
+  }
+  std::vector<int32_t> off{0};
+  int64_t touched = 0;
+  for (int c : count) {
+    off.push_back(off.back() + c);
+    touched += c > 0;
+  }
+  Tensor x = rand_f32(g, {tokens * k, in});
+  auto w = std::make_shared<std::vector<Tensor>>();
+  for (int64_t e = 0; e < experts; ++e) w->push_back(rand_tensor(g, DType::BF16, {out, in}, -0.05f, 0.05f));
+  Tensor o = Tensor::empty(DType::F32, {tokens * k, out});
+  const auto kern = resolve_kernel<OpType::GroupedMatmul>(builtin_registry(), kCpuVendor, DType::BF16);
+  const GroupedMatmulArgs args{x, i32_tensor(off), w.get(), o, 0, MatmulPrecision::Bf16};
+  kern.fn(args);
+  timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  for (int i = 0; i < reps; ++i) kern.fn(args);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  const double s = ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec)) / reps;
+  std::printf("grouped bf16 %lld tokens (%lld experts touched): %.2f ms wall, %.1f GB/s of expert weights\n",
+              static_cast<long long>(tokens), static_cast<long long>(touched), s * 1e3, 2.0 * touched * in * out / s * 1e-9);
+}
+
+TEST(CpuPerf, DISABLED_GroupedDecode) {
+  for (int64_t tokens : {1, 8, 32}) stream_grouped(tokens, 5);
 }
 
 TEST(CpuPerf, DISABLED_Linear) {

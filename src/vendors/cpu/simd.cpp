@@ -250,6 +250,82 @@ static inline void micro_few_rows(const uint16_t* const* x, const uint16_t* cons
     for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
 }
 
+// micro<R, C> (same lanes, same order: the same bits) on rows packed by pack_rows: the R rows' vectors of
+// one k step are adjacent, so the block's activations are one sequential stream instead of R.
+template <int R, int C>
+static inline void micro_packed(const uint16_t* xp, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
+                                const char* pf) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  auto step = [&](const __m512i* wv) {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      __m512i xv = _mm512_loadu_si512(xp + r * kPair);
+      asm("" : "+v"(xv));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm512_dpbf16_ps(acc[r][c], reinterpret_cast<__m512bh>(xv), reinterpret_cast<__m512bh>(wv[c]));
+    }
+    xp += R * kPair;
+  };
+  int64_t i = 0;
+  for (; i + kPair <= k; i += kPair) {
+    if (pf) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * 64, 0, 2);
+      pf += C * 64;
+    }
+    __m512i wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_si512(w[c] + i);
+    step(wv);
+  }
+  if (i < k) {
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - i)) - 1);
+    __m512i wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_epi16(m, w[c] + i);
+    step(wv);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
+}
+
+// Rows (bf16, kp wide, zero-padded) in blocks of 8: block b holds, for each k step, its rows' 32-element
+// vectors one after another.
+static void pack_rows(const uint16_t* xb, int64_t rows, int64_t kp, uint16_t* out) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int64_t n = std::min<int64_t>(8, rows - r0);
+    uint16_t* blk = out + r0 * kp;
+    for (int64_t s = 0; s < kp; s += kPair)
+      for (int64_t r = 0; r < n; ++r) std::memcpy(blk + s * n + r * kPair, xb + (r0 + r) * kp + s, kPair * sizeof(uint16_t));
+  }
+}
+
+template <int C>
+static inline void rows_c_packed(const uint16_t* xp, int64_t rows, int64_t kp, const uint16_t* const* w, int64_t k,
+                                 float* out, int64_t ldo, const char* pf) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8, pf = nullptr) micro_packed<8, C>(xp + r * kp, w, k, out + r * ldo, ldo, pf);
+  float* o = out + r * ldo;
+  const uint16_t* x = xp + r * kp;
+  switch (rows - r) {
+    case 7: micro_packed<7, C>(x, w, k, o, ldo, pf); break;
+    case 6: micro_packed<6, C>(x, w, k, o, ldo, pf); break;
+    case 5: micro_packed<5, C>(x, w, k, o, ldo, pf); break;
+    case 4: micro_packed<4, C>(x, w, k, o, ldo, pf); break;
+    case 3: micro_packed<3, C>(x, w, k, o, ldo, pf); break;
+    case 2: micro_packed<2, C>(x, w, k, o, ldo, pf); break;
+    case 1: micro_packed<1, C>(x, w, k, o, ldo, pf); break;
+    default: break;
+  }
+}
+
 // pf: the next weight rows (contiguous after w[C - 1]), prefetched during the first row block.
 template <int C>
 static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t* const* w, int64_t k, float* out,
@@ -277,6 +353,10 @@ static void gemm_tile(const GemmTile& t) {
   thread_local std::vector<uint16_t> xbuf;
   uint16_t* xb = scratch(xbuf, static_cast<size_t>(t.rows * kp));
   for (int64_t r = 0; r < t.rows; ++r) to_bf16(t.x + r * t.ldx, t.k, kp, xb + r * kp);
+  thread_local std::vector<uint16_t> packbuf;
+  const bool packed = t.rows >= 5;
+  uint16_t* xpk = packed ? scratch(packbuf, static_cast<size_t>(t.rows * kp)) : nullptr;
+  if (packed) pack_rows(xb, t.rows, kp, xpk);
   const uint16_t* xr[kRows];
   const uint16_t* wr[kCols];
   for (int64_t c0 = 0; c0 < t.cols; c0 += kCols) {
@@ -299,6 +379,12 @@ static void gemm_tile(const GemmTile& t) {
         case 3: for (; c + 8 <= cols; c += 8) micro_few_rows<3, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
         case 4: for (; c + 6 <= cols; c += 6) micro_few_rows<4, 6>(xr, wr + c, t.k, o + c, t.ldo, next(c + 6)); break;
         default: break;
+      }
+      if (packed) {  // kRows is a multiple of 8, so the row block starts a packed block
+        const uint16_t* xp = xpk + r0 * kp;
+        for (; c + 3 <= cols; c += 3) rows_c_packed<3>(xp, rows, kp, wr + c, t.k, o + c, t.ldo, next(c + 3));
+        for (; c < cols; ++c) rows_c_packed<1>(xp, rows, kp, wr + c, t.k, o + c, t.ldo, nullptr);
+        continue;
       }
       for (; c + 3 <= cols; c += 3) rows_c<3>(xr, rows, wr + c, t.k, o + c, t.ldo, next(c + 3));
       for (; c < cols; ++c) rows_c<1>(xr, rows, wr + c, t.k, o + c, t.ldo, nullptr);
