@@ -1,5 +1,7 @@
 // `opchain trace`: one forward with tracing on; prints each op call's five-layer chain in order and,
 // with --chrome-trace, writes Chrome trace-event JSON (chrome://tracing, Perfetto).
+#include <algorithm>
+#include <map>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -14,11 +16,38 @@
 
 namespace opchain::cli {
 
+// Where the time went: top-level time per registry key (nested calls are part of their parent's), then
+// nested keys by their own time, each with its share of the traced wall time.
+static void print_op_summary(const std::vector<TraceEvent>& events) {
+  struct Row {
+    double us = 0;
+    int calls = 0;
+  };
+  std::map<std::pair<int, std::string>, Row> rows;
+  double top_us = 0;
+  for (const auto& e : events) {
+    Row& r = rows[{e.depth == 0 ? 0 : 1, e.key}];
+    r.us += e.dur_us;
+    ++r.calls;
+    if (e.depth == 0) top_us += e.dur_us;
+  }
+  std::vector<std::pair<std::pair<int, std::string>, Row>> sorted(rows.begin(), rows.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+    return a.first.first != b.first.first ? a.first.first < b.first.first : a.second.us > b.second.us;
+  });
+  std::cout << "\nper-op time (top level: " << std::fixed << std::setprecision(1) << top_us / 1e3 << " ms in kernels)\n";
+  for (const auto& [key, r] : sorted) {
+    std::cout << (key.first == 0 ? "  " : "    nested ") << std::left << std::setw(26) << key.second << std::right
+              << std::setw(10) << std::setprecision(2) << r.us / 1e3 << " ms " << std::setw(6) << std::setprecision(1)
+              << 100.0 * r.us / std::max(top_us, 1e-9) << "%  " << r.calls << " calls\n";
+  }
+}
+
 Runner add_trace_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("trace", "Run one forward and print the chain every op call crossed");
   struct Opts {
     std::string model, ids, ids_file, vendor = "cpu", chrome, precision = "auto";
-    int decode_steps = 0;
+    int decode_steps = 0, warmup = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
@@ -28,6 +57,10 @@ Runner add_trace_command(CLI::App& app) {
   add_precision_flag(cmd, o->precision);
   cmd->add_option("--chrome-trace", o->chrome, "write Chrome trace JSON here");
   cmd->add_option("--decode-steps", o->decode_steps, "also trace N greedy decode steps after the prefill");
+  cmd->add_option("--warmup", o->warmup,
+                  "run the prefill N times untraced first, so the traced run finds the weights paged in and "
+                  "the scratch grown (per-op times of a warm run, as bench measures)")
+      ->check(CLI::NonNegativeNumber);
   return [o] {
     if (o->ids.empty() && o->ids_file.empty()) throw InvalidArgumentError("give --ids or --ids-file");
     auto ids = parse_ids(o->ids, o->ids_file);
@@ -37,6 +70,10 @@ Runner add_trace_command(CLI::App& app) {
     std::vector<int32_t> blocks;
     cache.allocator().allocate(cache.blocks_for(total), blocks);
     ModelRunner runner(*m.model, m.device, cache);
+    for (int w = 0; w < o->warmup; ++w) {  // same positions and blocks: each run rewrites the same KV
+      SequenceStep warm{ids, 0, blocks, false};
+      runner.forward({&warm, 1});
+    }
     Tracer tracer;
     Tracer::set_active(&tracer);
     struct Reset {
@@ -63,6 +100,7 @@ Runner add_trace_command(CLI::App& app) {
       if (!e.metadata.empty()) std::cout << " | " << e.metadata;
       std::cout << " | " << e.tensors << " | " << std::fixed << std::setprecision(1) << e.dur_us << " us\n";
     }
+    print_op_summary(tracer.events());
     if (!o->chrome.empty()) {
       nlohmann::json events = nlohmann::json::array();
       for (const auto& e : tracer.events()) {
