@@ -102,10 +102,8 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
           sk.scale(a, alpha, d);
           m[r] = chunk_max;
         }
-        for (int64_t j = 0; j < cnt; ++j) {
-          e[j] = std::exp(sr[j] - m[r]);
-          l[r] += e[j];
-        }
+        sk.exp_shifted(sr, m[r], e, cnt);
+        for (int64_t j = 0; j < cnt; ++j) l[r] += e[j];
         sk.axpy_multi(a, e, vp, cnt, d);
       }
     }

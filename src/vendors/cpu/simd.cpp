@@ -3,6 +3,7 @@
 #include "vendors/cpu/simd.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -62,11 +63,21 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return acc + a * b; }
 static inline vec vmul(vec a, vec b) { return a * b; }
+static inline vec vmax(vec a, vec b) { return a > b ? a : b; }
+// 2^n for integral n in [-126, 127], and x rounded to the nearest integer (ties to even).
+static inline vec vpow2n(vec n) {
+  typedef int32_t veci __attribute__((vector_size(16)));
+  const veci bits = (__builtin_convertvector(n, veci) + 127) << 23;
+  vec v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+static inline vec vround(vec x) { return vec{std::nearbyint(x[0]), std::nearbyint(x[1]), std::nearbyint(x[2]), std::nearbyint(x[3])}; }
 static inline float vreduce(vec v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 static inline void vkeep(vec&) {}
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale};
+                              dot, dot_block, axpy_multi, scale, exp_shifted};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -88,6 +99,11 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm256_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+static inline vec vmax(vec a, vec b) { return _mm256_max_ps(a, b); }
+static inline vec vpow2n(vec n) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+static inline vec vround(vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline void vkeep(vec& v) { asm("" : "+x"(v)); }
 static inline float vreduce(vec v) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -97,7 +113,7 @@ static inline float vreduce(vec v) {
 }
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx2, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale};
+                              dot, dot_block, axpy_multi, scale, exp_shifted};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -120,6 +136,11 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline vec vmax(vec a, vec b) { return _mm512_max_ps(a, b); }
+static inline vec vpow2n(vec n) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
+}
+static inline vec vround(vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline void vkeep(vec& v) { asm("" : "+v"(v)); }
 static inline float vreduce(vec v) {
   const __m256 lo = _mm512_castps512_ps256(v);
@@ -132,7 +153,7 @@ static inline float vreduce(vec v) {
 }
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale};
+                              dot, dot_block, axpy_multi, scale, exp_shifted};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 

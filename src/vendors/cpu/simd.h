@@ -34,6 +34,8 @@ struct SimdKernels {
   // y += sum_j a[j] * x[j] (j < n), each element updated in j order.
   void (*axpy_multi)(float* y, const float* a, const float* const* x, int64_t n, int64_t len);
   void (*scale)(float* y, float a, int64_t n);  // y *= a
+  // e[j] = exp(s[j] - m) for j < n, all s[j] <= m (an online softmax's shifted scores), within 2 ulp.
+  void (*exp_shifted)(const float* s, float m, float* e, int64_t n);
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
