@@ -14,6 +14,7 @@ namespace {
 constexpr int64_t kQueryTile = 16;  // queries of one sequence per work item
 constexpr int64_t kKvChunk = 32;    // kv positions per online-softmax step (absolute: [32c, 32c + 32))
 constexpr int64_t kMaxItemRows = 128;  // (query, head) rows per work item, bounding its state
+constexpr int64_t kLanesMax = 16;      // score widths are padded to whole vectors of the widest ISA
 
 struct Item {
   int64_t seq, h0, h1, i0, i1;  // kv heads [h0, h1) and queries [i0, i1) of sequence `seq`
@@ -33,6 +34,10 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   float* score = st + 2 * rows;          // [rows, kKvChunk]
   float* acc = score + rows * kKvChunk;  // [rows, d]
   const float** ptrs = scratch(ptr_buf, static_cast<size_t>(rows + 2 * kKvChunk));
+  thread_local std::vector<float> kt_buf;  // the chunk's keys of one kv head, transposed: [d, kKvChunk]
+  float* kt = scratch(kt_buf, static_cast<size_t>(d * kKvChunk));
+  thread_local std::vector<float*> yrow_buf;
+  float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
   const float** qrows = ptrs;
   const float** kp = ptrs + rows;
   const float** vp = kp + kKvChunk;
@@ -46,7 +51,6 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
 
   const int64_t max_visible = s.past + it.i1;  // the last query's
   int64_t base[kKvChunk];                      // offset of each chunk position's row (kv head 0)
-  float e[kKvChunk];
   auto row_offset = [&](int64_t p) {  // of kv position p, kv head 0; the same in the k and v caches
     int64_t row;
     if (job.paged) {
@@ -82,10 +86,17 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
         kp[p - p0] = job.k + base[p - p0] + hh * d;
         vp[p - p0] = job.v + base[p - p0] + hh * d;
       }
-      // Scores for every position of the chunk (each the fixed-order dot, whatever the block shape);
-      // positions a row must not see are left out below.
+      // Scores for every position of the chunk (each one FMA chain over the head dim, whatever the
+      // rows); positions a row must not see are left out below. Keys transposed once per chunk and kv
+      // head serve all its rows; missing positions of a short last chunk are zero.
       const int64_t r0 = (hh - it.h0) * head_rows + (first - it.i0) * group, r1 = (hh - it.h0 + 1) * head_rows;
-      sk.dot_block(qrows + r0, r1 - r0, kp, p1 - p0, d, score + r0 * kKvChunk, kKvChunk);
+      const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
+      for (int64_t c = 0; c < d; ++c) {
+        float* row = kt + c * width;
+        for (int64_t j = 0; j < p1 - p0; ++j) row[j] = kp[j][c];
+        for (int64_t j = p1 - p0; j < width; ++j) row[j] = 0.0f;
+      }
+      sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
         const int64_t cnt = std::min(p1, visible) - p0;
@@ -102,9 +113,18 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
           sk.scale(a, alpha, d);
           m[r] = chunk_max;
         }
-        sk.exp_shifted(sr, m[r], e, cnt);
-        for (int64_t j = 0; j < cnt; ++j) l[r] += e[j];
-        sk.axpy_multi(a, e, vp, cnt, d);
+        sk.exp_shifted(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
+        for (int64_t j = 0; j < cnt; ++j) l[r] += sr[j];
+      }
+      // P @ V, rows that see the same positions together (a query's heads always do; every row
+      // does in chunks wholly in the past).
+      for (int64_t r = r0; r < r1;) {
+        const int64_t cnt = std::min(p1, s.past + it.i0 + (r / group) % nq + 1) - p0;
+        int64_t rend = r + 1;
+        while (rend < r1 && std::min(p1, s.past + it.i0 + (rend / group) % nq + 1) - p0 == cnt) ++rend;
+        for (int64_t x = r; x < rend; ++x) yrows[x - r] = acc + x * d;
+        sk.axpy_rows(yrows, rend - r, score + r * kKvChunk, kKvChunk, vp, cnt, d);
+        r = rend;
       }
     }
   }

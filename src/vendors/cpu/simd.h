@@ -36,6 +36,13 @@ struct SimdKernels {
   void (*scale)(float* y, float a, int64_t n);  // y *= a
   // e[j] = exp(s[j] - m) for j < n, all s[j] <= m (an online softmax's shifted scores), within 2 ulp.
   void (*exp_shifted)(const float* s, float m, float* e, int64_t n);
+  // out[r * ldo + j] = sum_c q[r][c] * kt[c * w + j] (keys transposed; w a multiple of the lanes, <= 32),
+  // one FMA chain per element in c order.
+  void (*scores_block)(const float* const* q, int64_t rows, const float* kt, int64_t d, int64_t w, float* out,
+                       int64_t ldo);
+  // y[r] += sum_j a[r * lda + j] * x[j] for r < rows: axpy_multi (same bits) on rows sharing x.
+  void (*axpy_rows)(float* const* y, int64_t rows, const float* a, int64_t lda, const float* const* x, int64_t n,
+                    int64_t len);
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
