@@ -369,7 +369,7 @@ static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t
 // A gemm tile (bf16 weights): the tile's rows are rounded to bf16 once, then weight rows in groups of 3
 // (8 for a single row: more independent loads in flight) stay in L1 while the rows pass over them.
 static void gemm_tile(const GemmTile& t) {
-  constexpr int64_t kRows = 32, kCols = 64;
+  constexpr int64_t kRows = 32, kCols = 96;
   const int64_t kp = (t.k + kPair - 1) / kPair * kPair;
   thread_local std::vector<uint16_t> xbuf;
   uint16_t* xb = scratch(xbuf, static_cast<size_t>(t.rows * kp));
