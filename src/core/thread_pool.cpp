@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -10,17 +11,42 @@
 
 namespace opchain {
 
+// Note [Pool wake-up]: a decode step launches ~70 parallel regions back to back, a few hundred
+// microseconds apart. Sleeping on a condition variable between them costs a futex wake-up (several
+// microseconds, more when the scheduler moved the thread) per region, so both sides spin briefly on an
+// atomic first: a worker for kSpin after its last job, the caller for the workers to finish. Past
+// kSpin they sleep, so an idle engine costs no CPU.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
 struct ThreadPool::State {
   std::mutex mu;
   std::condition_variable wake;
   std::condition_variable done;
-  uint64_t generation = 0;
-  int pending = 0;
-  bool stop = false;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> pending{0};
+  std::atomic<bool> stop{false};
+  // Written by the caller before it publishes a generation, read by workers after they see it.
   const std::function<void(int, int64_t, int64_t)>* job = nullptr;
   int64_t n = 0;
   std::vector<std::thread> workers;
 };
+
+static inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() or kSpin has passed; true when pred() held.
+template <class Pred>
+static bool spin_until(const Pred& pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return pred();
+  }
+}
 
 static void run_chunk(const std::function<void(int, int64_t, int64_t)>& fn, int64_t n, int parts, int idx) {
   const int64_t begin = n * idx / parts;
@@ -31,18 +57,21 @@ static void run_chunk(const std::function<void(int, int64_t, int64_t)>& fn, int6
 ThreadPool::ThreadPool(int num_threads) : state_(new State), num_threads_(std::max(1, num_threads)) {
   for (int w = 1; w < num_threads_; ++w) {
     state_->workers.emplace_back([this, w] {
+      State& st = *state_;
       uint64_t seen = 0;
       for (;;) {
-        std::unique_lock lock(state_->mu);
-        state_->wake.wait(lock, [&] { return state_->stop || state_->generation != seen; });
-        if (state_->stop) return;
-        seen = state_->generation;
-        const auto* job = state_->job;
-        const int64_t n = state_->n;
-        lock.unlock();
-        run_chunk(*job, n, num_threads_, w);
-        lock.lock();
-        if (--state_->pending == 0) state_->done.notify_one();
+        auto published = [&] { return st.stop.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen; };
+        if (!spin_until(published)) {
+          std::unique_lock lock(st.mu);
+          st.wake.wait(lock, published);
+        }
+        if (st.stop.load(std::memory_order_acquire)) return;
+        seen = st.generation.load(std::memory_order_acquire);
+        run_chunk(*st.job, st.n, num_threads_, w);
+        if (st.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          std::lock_guard lock(st.mu);  // the caller may be between its check and its wait
+          st.done.notify_one();
+        }
       }
     });
   }
@@ -51,7 +80,7 @@ ThreadPool::ThreadPool(int num_threads) : state_(new State), num_threads_(std::m
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(state_->mu);
-    state_->stop = true;
+    state_->stop.store(true, std::memory_order_release);
   }
   state_->wake.notify_all();
   for (auto& t : state_->workers) t.join();
@@ -64,18 +93,23 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int, int64_t, 
     fn(0, 0, n);
     return;
   }
+  State& st = *state_;
+  st.job = &fn;
+  st.n = n;
+  st.pending.store(num_threads_ - 1, std::memory_order_relaxed);
   {
-    std::lock_guard lock(state_->mu);
-    state_->job = &fn;
-    state_->n = n;
-    state_->pending = num_threads_ - 1;
-    ++state_->generation;
+    // Under the lock, so a worker between its predicate check and its wait cannot miss the wake-up.
+    std::lock_guard lock(st.mu);
+    st.generation.fetch_add(1, std::memory_order_release);
   }
-  state_->wake.notify_all();
+  st.wake.notify_all();
   run_chunk(fn, n, num_threads_, 0);
-  std::unique_lock lock(state_->mu);
-  state_->done.wait(lock, [&] { return state_->pending == 0; });
-  state_->job = nullptr;
+  auto finished = [&] { return st.pending.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(finished)) {
+    std::unique_lock lock(st.mu);
+    st.done.wait(lock, finished);
+  }
+  st.job = nullptr;
 }
 
 namespace {
