@@ -142,12 +142,16 @@ Tensor DecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& 
   Tensor pending;  // the last sub-block's output, not yet added to the residual
   for (size_t l = 0; l < layers_.size(); ++l) {
     const DecoderLayer& layer = *layers_[l];
+    // Layer l - 2's activations are dead: `pending` (layer l - 1's output) is in the other arena and
+    // the residual in the step arena (Note [Layer arenas]).
+    ctx.workspace->use_layer_arena(static_cast<int>(l % 2));
     Tensor x = pending.is_null() ? layer.input_layernorm.forward(ctx, residual)
                                  : layer.input_layernorm.forward_add(ctx, pending, residual);
     Tensor attn_out = layer.self_attn.forward(ctx, x, rope, cache[l]);
     x = layer.post_attention_layernorm.forward_add(ctx, attn_out, residual);
     pending = layer.moe ? layer.moe->forward(ctx, x) : layer.mlp->forward(ctx, x);
   }
+  ctx.workspace->use_step_arena();  // the logits outlive the forward
   Tensor hidden = pending.is_null() ? norm_.forward(ctx, residual) : norm_.forward_add(ctx, pending, residual);
   // Only the rows that need logits go through lm_head (the vocab projection dominates small steps).
   // Logits rows are strictly increasing, so asking for as many rows as there are is asking for all
