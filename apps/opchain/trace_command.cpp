@@ -1,10 +1,10 @@
 // `opchain trace`: one forward with tracing on; prints each op call's five-layer chain in order and,
 // with --chrome-trace, writes Chrome trace-event JSON (chrome://tracing, Perfetto).
 #include <algorithm>
-#include <map>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "apps/opchain/commands.h"

@@ -143,5 +143,21 @@ TEST(CliTrace, ShowsTheFiveLayerChainAndWritesChromeTrace) {
   fs::remove(chrome);
 }
 
+// --warmup runs the prefill untraced first; the summary sums every top-level call per key (nested
+// calls listed apart) and the traced call count is that of one run.
+TEST(CliTrace, WarmupAndPerOpSummary) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto r = test::run_opchain("trace --model " + dir + " --ids 1,2,3 --warmup 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("per-op time (top level: "), std::string::npos) << r.out;
+  const auto summary = r.out.substr(r.out.find("per-op time"));
+  for (const char* line : {"  fused_moe", "  linear", "  prefill_attention", "nested grouped_matmul"})
+    EXPECT_NE(summary.find(line), std::string::npos) << line;
+  // tiny-qwen3-moe: 2 layers x (q, k, v, o, router) + lm_head = 11 linear calls in one traced prefill.
+  EXPECT_NE(summary.find(" 11 calls"), std::string::npos) << summary;
+  const auto bad = test::run_opchain("trace --model " + dir + " --ids 1 --warmup -1");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
 }  // namespace
 }  // namespace opchain
