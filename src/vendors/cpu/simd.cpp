@@ -188,8 +188,20 @@ static void to_bf16(const float* x, int64_t k, int64_t kp, uint16_t* out) {
   }
 }
 
-template <int R, int C>
-static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
+// Where row r's vector at k offset `at` is: rows as separate arrays, or packed by pack_rows (the R rows'
+// vectors of one k step adjacent: one sequential activation stream instead of R).
+struct RowArrays {
+  const uint16_t* const* x;
+  const uint16_t* operator()(int r, int64_t at) const { return x[r] + at; }
+};
+template <int R>
+struct PackedRows {
+  const uint16_t* xp;
+  const uint16_t* operator()(int r, int64_t at) const { return xp + at * R + r * kPair; }
+};
+
+template <int R, int C, class Rows = RowArrays>
+static inline void micro(Rows x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
                          const char* pf = nullptr) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
@@ -200,7 +212,7 @@ static inline void micro(const uint16_t* const* x, const uint16_t* const* w, int
   auto step = [&](const __m512i* wv, int64_t at) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      __m512i xv = _mm512_loadu_si512(x[r] + at);
+      __m512i xv = _mm512_loadu_si512(x(r, at));
       asm("" : "+v"(xv));
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c)
@@ -271,50 +283,11 @@ static inline void micro_few_rows(const uint16_t* const* x, const uint16_t* cons
     for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
 }
 
-// micro<R, C> (same lanes, same order: the same bits) on rows packed by pack_rows: the R rows' vectors of
-// one k step are adjacent, so the block's activations are one sequential stream instead of R.
+// micro<R, C> on rows packed by pack_rows (the same bits: only where the vectors are read from differs).
 template <int R, int C>
 static inline void micro_packed(const uint16_t* xp, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
                                 const char* pf) {
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  auto step = [&](const __m512i* wv) {
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      __m512i xv = _mm512_loadu_si512(xp + r * kPair);
-      asm("" : "+v"(xv));
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c)
-        acc[r][c] = _mm512_dpbf16_ps(acc[r][c], reinterpret_cast<__m512bh>(xv), reinterpret_cast<__m512bh>(wv[c]));
-    }
-    xp += R * kPair;
-  };
-  int64_t i = 0;
-  for (; i + kPair <= k; i += kPair) {
-    if (pf) {
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * 64, 0, 2);
-      pf += C * 64;
-    }
-    __m512i wv[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_si512(w[c] + i);
-    step(wv);
-  }
-  if (i < k) {
-    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - i)) - 1);
-    __m512i wv[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) wv[c] = _mm512_maskz_loadu_epi16(m, w[c] + i);
-    step(wv);
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) out[r * ldo + c] = reduce(acc[r][c]);
+  micro<R, C>(PackedRows<R>{xp}, w, k, out, ldo, pf);
 }
 
 // Rows (bf16, kp wide, zero-padded) in blocks of 8: block b holds, for each k step, its rows' 32-element
@@ -352,16 +325,16 @@ template <int C>
 static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t* const* w, int64_t k, float* out,
                           int64_t ldo, const char* pf) {
   int64_t r = 0;
-  for (; r + 8 <= rows; r += 8, pf = nullptr) micro<8, C>(x + r, w, k, out + r * ldo, ldo, pf);
+  for (; r + 8 <= rows; r += 8, pf = nullptr) micro<8, C>(RowArrays{x + r}, w, k, out + r * ldo, ldo, pf);
   float* o = out + r * ldo;
   switch (rows - r) {
-    case 7: micro<7, C>(x + r, w, k, o, ldo, pf); break;
-    case 6: micro<6, C>(x + r, w, k, o, ldo, pf); break;
-    case 5: micro<5, C>(x + r, w, k, o, ldo, pf); break;
-    case 4: micro<4, C>(x + r, w, k, o, ldo, pf); break;
-    case 3: micro<3, C>(x + r, w, k, o, ldo, pf); break;
-    case 2: micro<2, C>(x + r, w, k, o, ldo, pf); break;
-    case 1: micro<1, C>(x + r, w, k, o, ldo, pf); break;
+    case 7: micro<7, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 6: micro<6, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 5: micro<5, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 4: micro<4, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 3: micro<3, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 2: micro<2, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
+    case 1: micro<1, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
     default: break;
   }
 }
