@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "backends/op_impl.h"
@@ -9,6 +10,18 @@ static std::string attn_meta(const AttnMetadata* m) {
   return "is_decoding=" + std::to_string(m->is_decoding) + " batch=" + std::to_string(m->batch_size) +
          " max_q_seqlen=" + std::to_string(m->max_q_seqlen) + " max_kv_seqlen=" + std::to_string(m->max_kv_seqlen) +
          " block_size=" + std::to_string(m->block_size);
+}
+
+// The linear-attention ops read the varlen layout and each sequence's state slot.
+static std::string state_meta(const AttnMetadata* m) {
+  if (!m) return "";
+  std::string slots;
+  const int64_t shown = std::min<int64_t>(m->batch_size, 8);
+  for (int64_t b = 0; b < shown && !m->state_slots.is_null(); ++b)
+    slots += (b ? "," : "") + std::to_string(m->state_slots.data<int32_t>()[b]);
+  if (m->batch_size > shown) slots += ",...";
+  return "is_decoding=" + std::to_string(m->is_decoding) + " batch=" + std::to_string(m->batch_size) +
+         " max_q_seqlen=" + std::to_string(m->max_q_seqlen) + " state_slots=[" + slots + "]";
 }
 
 static std::string moe_meta(const MoeMetadata* m) {
@@ -91,6 +104,34 @@ void describe_args(const MoeTokenUnpermuteArgs& a, std::string& m, std::string& 
 }
 void describe_args(const SigmoidGatedAddArgs& a, std::string& m, std::string& t) {
   t = describe_tensors({{"gate", &a.gate}, {"y", &a.y}, {"out", &a.out}});
+}
+
+void describe_args(const ZeroCenteredRmsNormArgs& a, std::string& m, std::string& t) {
+  m = "eps=" + std::to_string(a.eps);
+  t = describe_tensors({{"x", &a.x}, {"residual", &a.residual}, {"weight", &a.weight}, {"out", &a.out}});
+}
+void describe_args(const L2NormArgs& a, std::string& m, std::string& t) {
+  m = "heads=" + std::to_string(a.heads) + " head_dim=" + std::to_string(a.head_dim) + " eps=" + std::to_string(a.eps);
+  t = describe_tensors({{"x", &a.x}});
+}
+void describe_args(const CausalConv1dArgs& a, std::string& m, std::string& t) {
+  m = state_meta(a.meta);
+  t = describe_tensors({{"x", &a.x}, {"weight", &a.weight}, {"conv_state", &a.conv_state}, {"out", &a.out}});
+}
+void describe_args(const GdnGatingArgs& a, std::string& m, std::string& t) {
+  t = describe_tensors({{"ba", &a.ba}, {"a_log", &a.a_log}, {"dt_bias", &a.dt_bias}, {"g", &a.g}, {"beta", &a.beta}});
+}
+void describe_args(const GatedDeltaRuleArgs& a, std::string& m, std::string& t) {
+  m = std::string("form=") + delta_rule_form_name(a.form) + " num_k_heads=" + std::to_string(a.num_k_heads) + " " +
+      state_meta(a.meta);
+  t = describe_tensors({{"qkv", &a.qkv}, {"g", &a.g}, {"beta", &a.beta}, {"state", &a.state}, {"out", &a.out}});
+}
+void describe_args(const GatedRmsNormArgs& a, std::string& m, std::string& t) {
+  m = "eps=" + std::to_string(a.eps);
+  t = describe_tensors({{"x", &a.x}, {"z", &a.z}, {"weight", &a.weight}, {"out", &a.out}});
+}
+void describe_args(const SigmoidGateMulArgs& a, std::string& m, std::string& t) {
+  t = describe_tensors({{"gate", &a.gate}, {"x", &a.x}});
 }
 
 }  // namespace opchain

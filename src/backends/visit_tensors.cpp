@@ -17,6 +17,7 @@ void visit_attn_meta(const AttnMetadata* m, const TensorVisitor& fn) {
   visit(fn, "meta.q_start_loc", m->q_start_loc, kIn);
   visit(fn, "meta.block_tables", m->block_tables, kIn);
   visit(fn, "meta.slot_mapping", m->slot_mapping, kIn);
+  visit(fn, "meta.state_slots", m->state_slots, kIn);
 }
 
 void visit_moe_meta(const MoeMetadata* m, const TensorVisitor& fn) {
@@ -131,6 +132,46 @@ void visit_tensors(const SigmoidGatedAddArgs& a, const TensorVisitor& fn) {
   visit(fn, "gate", a.gate, kIn);
   visit(fn, "y", a.y, kIn);
   visit(fn, "out", a.out, kOut);  // y, gated, is added into it in place
+}
+
+void visit_tensors(const ZeroCenteredRmsNormArgs& a, const TensorVisitor& fn) {
+  visit(fn, "x", a.x, kIn);
+  visit(fn, "residual", a.residual, kOut);  // x is added into it in place
+  visit(fn, "weight", a.weight, kIn);
+  visit(fn, "out", a.out, kOut);
+}
+void visit_tensors(const L2NormArgs& a, const TensorVisitor& fn) { visit(fn, "x", a.x, kOut); }
+void visit_tensors(const CausalConv1dArgs& a, const TensorVisitor& fn) {
+  visit(fn, "x", a.x, kIn);
+  visit(fn, "weight", a.weight, kIn);
+  visit_attn_meta(a.meta, fn);
+  visit(fn, "conv_state", a.conv_state, kOut);
+  visit(fn, "out", a.out, kOut);
+}
+void visit_tensors(const GdnGatingArgs& a, const TensorVisitor& fn) {
+  visit(fn, "ba", a.ba, kIn);
+  visit(fn, "a_log", a.a_log, kIn);
+  visit(fn, "dt_bias", a.dt_bias, kIn);
+  visit(fn, "g", a.g, kOut);
+  visit(fn, "beta", a.beta, kOut);
+}
+void visit_tensors(const GatedDeltaRuleArgs& a, const TensorVisitor& fn) {
+  visit(fn, "qkv", a.qkv, kIn);
+  visit(fn, "g", a.g, kIn);
+  visit(fn, "beta", a.beta, kIn);
+  visit_attn_meta(a.meta, fn);
+  visit(fn, "state", a.state, kOut);
+  visit(fn, "out", a.out, kOut);
+}
+void visit_tensors(const GatedRmsNormArgs& a, const TensorVisitor& fn) {
+  visit(fn, "x", a.x, kIn);
+  visit(fn, "z", a.z, kIn);
+  visit(fn, "weight", a.weight, kIn);
+  visit(fn, "out", a.out, kOut);
+}
+void visit_tensors(const SigmoidGateMulArgs& a, const TensorVisitor& fn) {
+  visit(fn, "gate", a.gate, kIn);
+  visit(fn, "x", a.x, kOut);  // gated in place
 }
 
 void visit_tensors(OpType op, const void* args, const TensorVisitor& fn) {

@@ -4,12 +4,14 @@
 
 namespace opchain {
 
-// Rotate-half RoPE in place: dimension i pairs with i + d/2.
+// Rotate-half RoPE in place on the first rd = 2 * cos.size(1) channels of each head: channel i < rd/2
+// pairs with i + rd/2; channels [rd, d) pass unchanged. rd == d is full RoPE; rd < d is the partial
+// rotary of Qwen3-Next / Qwen3.5 (partial_rotary_factor), whose cos/sin tables cover rd only.
 struct ApplyRotaryPosEmbArgs {
   Tensor q;    // f32 [n, q_heads, d]
   Tensor k;    // f32 [n, kv_heads, d]
-  Tensor cos;  // f32 [n, d/2]
-  Tensor sin;  // f32 [n, d/2]
+  Tensor cos;  // f32 [n, rd/2], rd even and <= d
+  Tensor sin;  // f32 [n, rd/2]
 };
 
 }  // namespace opchain

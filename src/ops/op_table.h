@@ -14,10 +14,15 @@
 
 #include "ops/add_rms_norm.h"
 #include "ops/apply_rotary_pos_emb.h"
+#include "ops/causal_conv1d.h"
 #include "ops/embedding.h"
 #include "ops/fill_kv_cache.h"
 #include "ops/fused_moe.h"
+#include "ops/gated_delta_rule.h"
+#include "ops/gated_rms_norm.h"
+#include "ops/gdn_gating.h"
 #include "ops/grouped_matmul.h"
+#include "ops/l2_norm.h"
 #include "ops/linear.h"
 #include "ops/moe_gating_topk_softmax.h"
 #include "ops/moe_init_routing.h"
@@ -27,9 +32,11 @@
 #include "ops/prefill_attention.h"
 #include "ops/rms_norm.h"
 #include "ops/rotary_embedding.h"
+#include "ops/sigmoid_gate_mul.h"
 #include "ops/sigmoid_gated_add.h"
 #include "ops/silu_and_mul.h"
 #include "ops/swiglu.h"
+#include "ops/zero_centered_rms_norm.h"
 
 #define OPCHAIN_OP_TABLE(X)                                                                                        \
   X(Embedding, embedding, EmbeddingArgs, a.weight.dtype(),                                                         \
@@ -44,7 +51,7 @@
     "rotary_embedding(i32 positions[n], f32 inv_freq[d/2], float scaling) -> (f32 cos[n,d/2], f32 sin[n,d/2])",    \
     1e-5)                                                                                                          \
   X(ApplyRotaryPosEmb, apply_rotary_pos_emb, ApplyRotaryPosEmbArgs, a.q.dtype(),                                   \
-    "apply_rotary_pos_emb(f32! q[n,hq,d], f32! k[n,hk,d], f32 cos[n,d/2], f32 sin[n,d/2])", 1e-5)                  \
+    "apply_rotary_pos_emb(f32! q[n,hq,d], f32! k[n,hk,d], f32 cos[n,rd/2], f32 sin[n,rd/2])", 1e-5)                  \
   X(FillKvCache, fill_kv_cache, FillKvCacheArgs, a.k_cache.dtype(),                                                \
     "fill_kv_cache(f32 k[n,hk,d], f32 v[n,hk,d], C! k_cache[blocks,bs,hk,d], C! v_cache[blocks,bs,hk,d], "         \
     "AttnMetadata meta)", 0.0)                                                                                     \
@@ -75,7 +82,23 @@
     "moe_token_unpermute(f32 expert_out[n*k,h], i32 pair_to_sorted[n*k], f32 topk_weights[n,k]) -> f32 out[n,h]",  \
     1e-5)                                                                                                          \
   X(SigmoidGatedAdd, sigmoid_gated_add, SigmoidGatedAddArgs, a.y.dtype(),                                          \
-    "sigmoid_gated_add(f32 gate[n,1], f32 y[n,h], f32! out[n,h])", 1e-5)
+    "sigmoid_gated_add(f32 gate[n,1], f32 y[n,h], f32! out[n,h])", 1e-5)                                          \
+  X(ZeroCenteredRmsNorm, zero_centered_rms_norm, ZeroCenteredRmsNormArgs, a.weight.dtype(),                        \
+    "zero_centered_rms_norm(f32 x[rows,h], f32!? residual[rows,h], W weight[h], float eps) -> f32 out[rows,h]",     \
+    1e-5)                                                                                                          \
+  X(L2Norm, l2_norm, L2NormArgs, a.x.dtype(), "l2_norm(f32! x[n,w], int heads, int head_dim, float eps)", 1e-5)   \
+  X(CausalConv1d, causal_conv1d, CausalConv1dArgs, a.weight.dtype(),                                               \
+    "causal_conv1d(f32 x[n,c], W weight[c,K], f32! conv_state[slots,K-1,c], AttnMetadata meta) -> f32 out[n,c]",   \
+    1e-5)                                                                                                          \
+  X(GdnGating, gdn_gating, GdnGatingArgs, a.a_log.dtype(),                                                         \
+    "gdn_gating(f32 ba[n,2nv], W a_log[nv], W dt_bias[nv]) -> (f32 g[n,nv], f32 beta[n,nv])", 1e-5)               \
+  X(GatedDeltaRule, gated_delta_rule, GatedDeltaRuleArgs, a.qkv.dtype(),                                           \
+    "gated_delta_rule(f32 qkv[n,2nk*dk+nv*dv], f32 g[n,nv], f32 beta[n,nv], f32! state[slots,nv,dk,dv], "          \
+    "int num_k_heads, float scale, form recurrent|chunked, AttnMetadata meta) -> f32 out[n,nv,dv]", 1e-4)          \
+  X(GatedRmsNorm, gated_rms_norm, GatedRmsNormArgs, a.weight.dtype(),                                              \
+    "gated_rms_norm(f32 x[rows,d], f32 z[rows,d], W weight[d], float eps) -> f32 out[rows,d]", 1e-5)               \
+  X(SigmoidGateMul, sigmoid_gate_mul, SigmoidGateMulArgs, a.x.dtype(), "sigmoid_gate_mul(f32 gate[n,m], f32! x[n,m])", \
+    1e-5)
 
 namespace opchain {
 

@@ -21,6 +21,10 @@ struct AttnMetadata {
   Tensor kv_seqlens;    // [batch] cached + new tokens of each sequence after this step
   Tensor block_tables;  // [batch, max_blocks] physical KV block of each logical block
   Tensor slot_mapping;  // [num_tokens] cache slot (block * block_size + offset) of each new token; -1 = skip
+  // Linear-attention layers (Gated DeltaNet): the state-pool slot of each sequence's conv and recurrent
+  // state; -1 = a padding sequence, which reads and writes no state. A sequence starts from zero state
+  // when it has no cached tokens (kv_seqlens == q_seqlens), whatever its slot holds.
+  Tensor state_slots;   // [batch]
 };
 
 // How expert-parallel ranks exchange tokens. Chosen by a pure policy (backends/moe_comm_policy.h).

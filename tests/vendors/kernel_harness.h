@@ -385,8 +385,19 @@ inline std::vector<Case> apply_rotary_cases() {
                   return inst;
                 }};
   };
+  // rd < d: the partial rotary of Qwen3-Next / Qwen3.5 (channels past rd must stay untouched).
+  auto partial = [](std::string name, int64_t n, int64_t hq, int64_t hk, int64_t d, int64_t rd) {
+    return Case{name, [=](DType dt, std::mt19937& g) {
+                  Tensor cos = rand_f32(g, {n, rd / 2}), sin = rand_f32(g, {n, rd / 2});
+                  Instance inst{{"q", "k"}, {rand_tensor(g, dt, {n, hq, d}), rand_f32(g, {n, hk, d})}, {}};
+                  inst.call = make_call<OpType::ApplyRotaryPosEmb>(
+                      [=](const Outs& o) { return ApplyRotaryPosEmbArgs{o[0], o[1], cos, sin}; });
+                  return inst;
+                }};
+  };
   return {mk("1tok_hq4_hk2_d16", 1, 4, 2, 16), mk("7tok_hq3_hk1_d10", 7, 3, 1, 10),
-          mk("300tok_hq8_hk2_d64", 300, 8, 2, 64)};
+          mk("300tok_hq8_hk2_d64", 300, 8, 2, 64), partial("partial_1tok_hq4_hk2_d32_rd8", 1, 4, 2, 32, 8),
+          partial("partial_37tok_hq16_hk2_d256_rd64", 37, 16, 2, 256, 64)};
 }
 
 inline std::vector<Case> fill_kv_cache_cases() {
@@ -645,6 +656,12 @@ inline std::vector<Case> sigmoid_gated_add_cases() {
   return {mk("1x64", 1, 64), mk("7x33", 7, 33), mk("300x128", 300, 128)};
 }
 
+}  // namespace opchain::harness
+
+#include "vendors/hybrid_cases.h"
+
+namespace opchain::harness {
+
 // Every op's cases. An op missing here fails HarnessCoverage.EveryOpHasShapeCases.
 inline const std::map<OpType, std::vector<Case>>& all_cases() {
   static const std::map<OpType, std::vector<Case>> cases = {
@@ -666,6 +683,13 @@ inline const std::map<OpType, std::vector<Case>>& all_cases() {
       {OpType::Swiglu, gated_act_cases(true)},
       {OpType::MoeTokenUnpermute, moe_token_unpermute_cases()},
       {OpType::SigmoidGatedAdd, sigmoid_gated_add_cases()},
+      {OpType::ZeroCenteredRmsNorm, zero_centered_rms_norm_cases()},
+      {OpType::L2Norm, l2_norm_cases()},
+      {OpType::CausalConv1d, causal_conv1d_cases()},
+      {OpType::GdnGating, gdn_gating_cases()},
+      {OpType::GatedDeltaRule, gated_delta_rule_cases()},
+      {OpType::GatedRmsNorm, gated_rms_norm_cases()},
+      {OpType::SigmoidGateMul, sigmoid_gate_mul_cases()},
   };
   return cases;
 }

@@ -11,7 +11,8 @@ static void rotate(float* x, const float* cos, const float* sin, int64_t half) {
 }
 
 static void apply_rotary_pos_emb(const ApplyRotaryPosEmbArgs& a) {
-  const int64_t n = a.q.size(0), hq = a.q.size(1), hk = a.k.size(1), d = a.q.size(2), half = d / 2;
+  const int64_t n = a.q.size(0), hq = a.q.size(1), hk = a.k.size(1), d = a.q.size(2);
+  const int64_t half = a.cos.size(1);  // rd / 2: channels [2 * half, d) pass unchanged (partial rotary)
   for (int64_t i = 0; i < n; ++i) {
     const float* c = a.cos.data<float>() + i * half;
     const float* s = a.sin.data<float>() + i * half;
