@@ -181,12 +181,14 @@ struct Side {
   LoadedModel m;
   std::unique_ptr<KvCache> cache;
   std::vector<int32_t> blocks;
+  int32_t slot = -1;  // hybrid models' state slot
   std::unique_ptr<ModelRunner> runner;
 
   Side(const AlignOpts& o, std::string side_name, const std::string& vendor, bool graph_mode, int64_t total_tokens)
       : name(std::move(side_name)), graph(graph_mode), m(load_model(o.model, vendor, {}, precision_choice(o.precision))) {
     cache = std::make_unique<KvCache>(m.config, 1 + (total_tokens + o.block_size - 1) / o.block_size, o.block_size);
     cache->allocator().allocate(cache->blocks_for(total_tokens), blocks);
+    slot = cache->state_slots().allocate();
     runner = std::make_unique<ModelRunner>(*m.model, m.device, *cache);
     if (graph && !runner->enable_graph_mode(1))
       throw InvalidArgumentError("--compare graph:eager: " + o.model + " cannot run in graph mode: " + runner->graph_off_reason());
@@ -249,13 +251,13 @@ int run_align(const AlignOpts& o) {
     Tracer trace_a, trace_b;
     {
       Observing on(&rec_a, &trace_a);
-      SequenceStep s{new_tokens, past, a.blocks, false};
+      SequenceStep s{new_tokens, past, a.blocks, false, a.slot};
       a.runner->forward({&s, 1});
     }
     Tensor logits_b;
     {
       Observing on(&rec_b, &trace_b);
-      SequenceStep s{new_tokens, past, b.blocks, false};
+      SequenceStep s{new_tokens, past, b.blocks, false, b.slot};
       logits_b = b.runner->forward({&s, 1});
     }
     const std::string step_name = prefill ? "prefill" : "decode step " + std::to_string(step);

@@ -145,6 +145,7 @@ double measure_read_bandwidth_gbs(size_t bytes, int passes) {
 struct DecodeBytes {
   double weights = 0;  // see kFormula
   double kv = 0;       // K and V of `depth` cached tokens per sequence (f32)
+  double state = 0;    // hybrid models: each sequence's linear-attention state, read and written once
 };
 
 constexpr const char* kFormula =
@@ -152,7 +153,8 @@ constexpr const char* kFormula =
     "weights except the embedding table and the routed experts + batch embedding rows (+ the whole table when it "
     "doubles as a tied lm_head) + per MoE layer E*(1-(1-k/E)^B) * bytes of one expert (the expected number of "
     "distinct experts that B tokens, each choosing k of E uniformly, touch). The KV cache reads (kv_bytes_per_step) "
-    "are reported but not in the share.";
+    "are reported but not in the share, nor are a hybrid model's state reads and writes (state_bytes_per_step: "
+    "2 x batch x the state of one sequence, which mostly stays in the caches).";
 
 constexpr const char* kHostFormula =
     "host_ms = median over steps of (the step's wall time - the time inside its top-level kernel launches - the "
@@ -163,14 +165,15 @@ constexpr const char* kHostFormula =
 class DecodeByteModel {
  public:
   explicit DecodeByteModel(const LoadedModel& m) : c_(m.config) {
-    static const std::regex expert(R"(model\.layers\.(\d+)\.mlp\.experts\.\d+\..*)");
+    // Per-expert tensors or the fused ones (Qwen3.5), under the text model's prefix.
+    static const std::regex expert(R"((?:model\.|model\.language_model\.)layers\.(\d+)\.mlp\.experts\.(?:\d+\..*|gate_up_proj|down_proj))");
     std::smatch match;
     for (const auto& name : m.weights->names()) {
-      const Tensor t = m.weights->get_any_shape(name);
-      const double bytes = static_cast<double>(t.nbytes());
+      if (name.rfind("mtp.", 0) == 0 || name.rfind("model.visual.", 0) == 0) continue;  // not run for text
+      const double bytes = static_cast<double>(m.weights->numel(name)) * static_cast<double>(dtype_size(m.weights->get_any_shape(name).dtype()));
       if (std::regex_match(name, match, expert)) expert_bytes_[std::stoll(match[1].str())] += bytes;
-      else if (name == "model.embed_tokens.weight") {
-        embed_row_bytes_ = bytes / static_cast<double>(t.size(0));
+      else if (name == c_.weight_prefix + "embed_tokens.weight") {
+        embed_row_bytes_ = bytes / static_cast<double>(c_.vocab_size);
         if (c_.tie_word_embeddings && !m.weights->contains("lm_head.weight")) dense_bytes_ += bytes;
       } else dense_bytes_ += bytes;
     }
@@ -184,7 +187,8 @@ class DecodeByteModel {
       const double distinct = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(batch)));
       for (const auto& [layer, bytes] : expert_bytes_) b.weights += distinct * bytes / e;
     }
-    b.kv = static_cast<double>(batch * depth * c_.num_hidden_layers * 2 * c_.num_key_value_heads * c_.head_dim) * 4.0;
+    b.kv = static_cast<double>(batch * depth * c_.num_full_attention_layers() * 2 * c_.num_key_value_heads * c_.head_dim) * 4.0;
+    b.state = 2.0 * static_cast<double>(batch) * static_cast<double>(KvCache::state_bytes_per_sequence(c_));
     return b;
   }
 
@@ -250,7 +254,9 @@ int run_bench(const Opts& o) {
   // The decode sequences keep their blocks for the whole run; the prompts borrow theirs one at a time.
   constexpr int64_t kBlock = 16;
   const int64_t per_seq = (context + kBlock - 1) / kBlock;
-  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock);
+  // Hybrid models: a state slot per decode sequence (0 .. max_batch-1) and one for the prompts.
+  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock, max_batch + 1);
+  const int32_t prompt_slot = static_cast<int32_t>(max_batch);
   ModelRunner runner(*m.model, m.device, cache);
   auto log = [&](const std::string& s) {
     if (!o.json) std::cerr << s << std::endl;
@@ -282,7 +288,7 @@ int run_bench(const Opts& o) {
     const auto ids = pseudo_random_ids(stream, len, c.vocab_size);
     std::vector<int32_t> blocks;
     if (!cache.allocator().allocate(cache.blocks_for(len), blocks)) throw Error("bench: KV cache sized too small");
-    SequenceStep step{ids, 0, blocks, false};
+    SequenceStep step{ids, 0, blocks, false, prompt_slot};
     const auto start = Clock::now();
     runner.forward({&step, 1});
     const double sec = seconds_since(start);
@@ -315,7 +321,7 @@ int run_bench(const Opts& o) {
     for (int64_t s0 = 0; s0 < max_batch; s0 += per_step) {
       std::vector<SequenceStep> steps;
       for (int64_t s = s0; s < std::min(max_batch, s0 + per_step); ++s)
-        steps.push_back({ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false});
+        steps.push_back({ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
       runner.forward(steps);
     }
   }
@@ -328,7 +334,7 @@ int run_bench(const Opts& o) {
     std::vector<SequenceStep> steps;
     for (int64_t b = 0; b < batch; ++b)
       steps.push_back({std::span<const int32_t>(gen_ids[static_cast<size_t>(b)].data() + s, 1), o.depth + s,
-                       tables[static_cast<size_t>(b)], false});
+                       tables[static_cast<size_t>(b)], false, static_cast<int32_t>(b)});
     const auto start = Clock::now();
     r.forward(steps);
     return seconds_since(start);
@@ -399,6 +405,7 @@ int run_bench(const Opts& o) {
               {"ms_per_step", to_json(head.ms)},
               {"weight_bytes_per_step", bytes.weights},
               {"kv_bytes_per_step", bytes.kv},
+              {"state_bytes_per_step", bytes.state},
               {"bound_ms_per_step", bound_ms},
               {"bandwidth_share", bound_ms / head.ms.median}};
     for (const ModeRow& mr : row.modes)
@@ -426,6 +433,7 @@ int run_bench(const Opts& o) {
               {"load_s", m.load_seconds},
               {"weight_bytes", m.weights->total_bytes()},
               {"peak_rss_bytes", rss},
+              {"state_bytes_per_sequence", KvCache::state_bytes_per_sequence(c)},
               {"bandwidth_gbs", bw_gbs},
               {"bandwidth_share_formula", kFormula},
               {"host_ms_formula", kHostFormula},
@@ -439,8 +447,11 @@ int run_bench(const Opts& o) {
             << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor
             << ", " << matmul_precision_name(m.device.matmul_precision) << " matmuls, " << threads << " threads, " << mode << "\n"
             << "load " << fmt(m.load_seconds, 2) << " s, peak RSS " << fmt(static_cast<double>(rss) / 1e9, 2)
-            << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n"
-            << "figures: median [min, max] over " << o.reps << " repetitions\n\n";
+            << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n";
+  if (const size_t st = KvCache::state_bytes_per_sequence(c); st > 0)
+    std::cout << "linear-attention state: " << fmt(static_cast<double>(st) / 1e6, 2) << " MB per sequence ("
+              << c.num_linear_attention_layers() << " of " << c.num_hidden_layers << " layers)\n";
+  std::cout << "figures: median [min, max] over " << o.reps << " repetitions\n\n";
   std::cout << std::left << std::setw(12) << "prompt_len" << "prefill tok/s\n";
   for (const auto& [len, s] : prefill_rows) std::cout << std::setw(12) << len << fmt_stats(s) << "\n";
   std::cout << "\ndecode at depth " << o.depth << ", " << o.gen << " steps\n"

@@ -68,7 +68,7 @@ Runner add_logits_command(CLI::App& app) {
     std::vector<int32_t> blocks;
     cache.allocator().allocate(cache.blocks_for(n), blocks);
     ModelRunner runner(*m.model, m.device, cache);
-    SequenceStep step{ids, 0, blocks, true};
+    SequenceStep step{ids, 0, blocks, true, cache.state_slots().allocate()};
     Tensor logits = runner.forward({&step, 1});
     write_npy_f32(o->out, {logits.size(0), logits.size(1)}, logits.data<float>());
     std::cerr << "wrote " << o->out << " [" << logits.size(0) << ", " << logits.size(1) << "]\n";

@@ -69,9 +69,10 @@ Runner add_trace_command(CLI::App& app) {
     KvCache cache(m.config, 1 + (total + 15) / 16, 16);
     std::vector<int32_t> blocks;
     cache.allocator().allocate(cache.blocks_for(total), blocks);
+    const int32_t slot = cache.state_slots().allocate();
     ModelRunner runner(*m.model, m.device, cache);
     for (int w = 0; w < o->warmup; ++w) {  // same positions and blocks: each run rewrites the same KV
-      SequenceStep warm{ids, 0, blocks, false};
+      SequenceStep warm{ids, 0, blocks, false, slot};
       runner.forward({&warm, 1});
     }
     Tracer tracer;
@@ -79,7 +80,7 @@ Runner add_trace_command(CLI::App& app) {
     struct Reset {
       ~Reset() { Tracer::set_active(nullptr); }
     } reset;
-    SequenceStep step{ids, 0, blocks, false};
+    SequenceStep step{ids, 0, blocks, false, slot};
     Tensor logits = runner.forward({&step, 1});
     for (int s = 0; s < o->decode_steps; ++s) {
       const float* row = logits.data<float>();
@@ -88,7 +89,7 @@ Runner add_trace_command(CLI::App& app) {
         if (row[v] > row[best]) best = static_cast<int32_t>(v);
       const int64_t past = static_cast<int64_t>(ids.size());
       ids.push_back(best);
-      SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false};
+      SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false, slot};
       logits = runner.forward({&d, 1});
     }
     std::cout << "model " << m.config.architecture << " vendor " << o->vendor << ", " << tracer.events().size()

@@ -15,21 +15,23 @@
 //     that every bucket shares: a bump allocator hands out the same addresses to the same
 //     allocation sequence, and buckets never run at the same time.
 //  2. Host-side values a kernel reads (AttnMetadata: is_decoding, has_past, batch/token counts,
-//     max_q/kv_seqlen, q_start_loc, slot_mapping; MoeMetadata: real tokens, pad size, comm type,
+//     max_q/kv_seqlen, q_start_loc, slot_mapping, state_slots; MoeMetadata: real tokens, pad size, comm type,
 //     x_active_mask) live in the bucket's StepContext, whose address the launches hold. Before each
 //     replay update_step_context refreshes them *in place*; it must not reallocate their storage
 //     (the runner checks). A value copied into a kernel's arguments at capture is frozen: it must
 //     not change between replays.
 //  3. Decisions that layers 1-3 take on the host during capture are frozen too. Each must either
 //     depend only on the bucket's shape (attention picks the decode kernel: every replay is a decode
-//     step; lm_head skips its row gather: a bucket asks for logits of every row; the MoE impl checks
-//     the comm type, Local whenever ep_size is 1) or refuse capture:
+//     step; the delta rule picks its recurrent form, likewise (Note [Delta rule forms]); lm_head skips
+//     its row gather: a bucket asks for logits of every row; the MoE impl checks the comm type,
+//     Local whenever ep_size is 1) or refuse capture:
 //     StepContext::capturing is set while recording, and host code that reads per-step values
 //     (dynamic NTK rope, the row gather) throws GraphCaptureError then. CausalLM::
 //     graph_capture_blocker() lets a model refuse up front, so it runs eager instead.
 //  4. Padding rows (bucket size - batch) are harmless by construction: token 0 at position 0,
 //     q_len 1, kv_len 1 reading the reserved block 0 (never written: their slot is -1, which
-//     fill_kv_cache skips), and x_active_mask 0 so no expert computes them. Their logits are dropped.
+//     fill_kv_cache skips), state slot -1 (the linear-attention kernels read and write no state for
+//     it), and x_active_mask 0 so no expert computes them. Their logits are dropped.
 //  5. Kernels declare KernelFlags::capture_safe in their registry entry (they read sizes only from
 //     tensors and metadata, and allocate nothing per call once warm). Capturing a launch of a kernel
 //     that is not is a GraphCaptureError naming the kernel, its op and its registration site.

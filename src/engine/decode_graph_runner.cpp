@@ -48,6 +48,7 @@ void DecodeGraphRunner::make_buffers(Bucket& b) {
   c.kv_seqlens = zeros_i32({b.size});
   c.block_tables = zeros_i32({b.size, max_blocks_});
   c.logits_rows = zeros_i32({b.size});
+  c.state_slots = zeros_i32({b.size});
   // Every row's logits, so the model needs no row gather (Note [Graph capture], 3).
   std::iota(c.logits_rows.data<int32_t>(), c.logits_rows.data<int32_t>() + b.size, 0);
   c.block_size = cache_.block_size();
@@ -99,6 +100,7 @@ void DecodeGraphRunner::fill_buffers(Bucket& b, std::span<const SequenceStep> se
   int32_t* pos = c.positions.data<int32_t>();
   int32_t* q = c.q_seqlens.data<int32_t>();
   int32_t* kv = c.kv_seqlens.data<int32_t>();
+  int32_t* slots = c.state_slots.data<int32_t>();
   for (int64_t i = 0; i < b.size; ++i) {
     int32_t* table = c.block_tables.data<int32_t>() + i * max_blocks_;
     int64_t& written = b.table_len[static_cast<size_t>(i)];
@@ -116,12 +118,15 @@ void DecodeGraphRunner::fill_buffers(Bucket& b, std::span<const SequenceStep> se
       ids[i] = s.tokens[0];
       pos[i] = static_cast<int32_t>(s.past_len);
       kv[i] = static_cast<int32_t>(s.past_len + 1);
+      slots[i] = s.state_slot;
       std::copy(s.block_table.begin(), s.block_table.end(), table);
     } else {
-      // Padding (Note [Graph capture], 4): token 0 at position 0 over one key in the reserved block 0.
+      // Padding (Note [Graph capture], 4): token 0 at position 0 over one key in the reserved block 0,
+      // and no state slot.
       ids[i] = 0;
       pos[i] = 0;
       kv[i] = 1;
+      slots[i] = -1;
     }
     q[i] = 1;
     if (written > len) std::fill(table + len, table + written, 0);

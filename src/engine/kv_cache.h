@@ -1,6 +1,14 @@
 #pragma once
-// The paged KV cache: per layer, k and v tensors of [num_blocks, block_size, kv_heads, head_dim],
-// and the allocator of their blocks. Block 0 is reserved: padding rows of a graph bucket point at it.
+// The model's cache: per full-attention layer, the paged KV cache (k and v of [num_blocks, block_size,
+// kv_heads, head_dim]) and the allocator of its blocks; per linear-attention layer of a hybrid model,
+// the state pool (conv and recurrent state per slot) and the allocator of its slots. Block 0 is
+// reserved: padding rows of a graph bucket point at it. State slots have no reserved one: padding
+// sequences carry slot -1, which the kernels skip.
+//
+// Note [State memory]: a sequence of a hybrid model holds one state slot from admission to finish,
+// whatever its length: per linear layer (K-1) * conv_dim + nv * dk * dv floats. For Qwen3.5-35B-A3B
+// that is 30 layers x 2.1 MB = 63 MB, so the number of slots, not the KV blocks, bounds how many
+// sequences run at once; the engine sizes both from one byte budget (EngineConfig::kv_cache_bytes).
 #include <cstdint>
 #include <vector>
 
@@ -23,23 +31,48 @@ class BlockAllocator {
   int64_t total_;
 };
 
+// Hands out state slots [0, num_slots).
+class SlotAllocator {
+ public:
+  explicit SlotAllocator(int64_t num_slots);
+  // A free slot, or -1 when none is.
+  int32_t allocate();
+  void free(int32_t slot);
+  int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
+  int64_t num_total() const { return total_; }
+
+ private:
+  std::vector<int32_t> free_;
+  int64_t total_;
+};
+
 class KvCache {
  public:
-  KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size);
+  // num_state_slots matters only for models with linear-attention layers.
+  KvCache(const ModelConfig& config, int64_t num_blocks, int64_t block_size, int64_t num_state_slots = 1);
   const std::vector<LayerKvCache>& layers() const { return layers_; }
   BlockAllocator& allocator() { return allocator_; }
+  SlotAllocator& state_slots() { return slots_; }
+  const SlotAllocator& state_slots() const { return slots_; }
+  bool has_state() const { return has_state_; }
   int64_t block_size() const { return block_size_; }
   int64_t num_blocks() const { return num_blocks_; }
-  size_t bytes() const;
+  size_t bytes() const;        // KV blocks and state pool
+  size_t state_bytes() const;  // the state pool alone
   // Blocks for `tokens` positions.
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
   // Blocks that fit in `bytes` for this model (at least 2: the reserved block and one usable).
   static int64_t blocks_for_bytes(const ModelConfig& config, int64_t block_size, size_t bytes);
+  // Bytes of one sequence's state slot over all linear-attention layers (Note [State memory]); 0 for
+  // models without them.
+  static size_t state_bytes_per_sequence(const ModelConfig& config);
 
  private:
   std::vector<LayerKvCache> layers_;
   BlockAllocator allocator_;
+  SlotAllocator slots_;
   int64_t block_size_, num_blocks_;
+  bool has_state_ = false;
 };
 
 }  // namespace opchain

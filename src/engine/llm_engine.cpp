@@ -25,6 +25,7 @@ struct LLMEngine::Sequence {
   int64_t prompt_len = 0;
   int64_t computed = 0;         // tokens whose K/V are in the cache
   std::vector<int32_t> blocks;
+  int32_t state_slot = -1;      // hybrid models: held from admission to finish or preemption
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<IncrementalDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
@@ -40,10 +41,20 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
     : model_(model), tokenizer_(tokenizer), config_(config), eos_ids_(std::move(eos_ids)) {
   if (config_.max_batch <= 0 || config_.max_tokens_per_step <= 0 || config_.prefill_chunk <= 0)
     throw InvalidArgumentError("engine limits (max_batch, max_tokens_per_step, prefill_chunk) must be positive");
-  const int64_t blocks = config_.num_blocks > 0
-                             ? config_.num_blocks
-                             : KvCache::blocks_for_bytes(model.config(), config_.block_size, config_.kv_cache_bytes);
-  cache_ = std::make_unique<KvCache>(model.config(), blocks, config_.block_size);
+  // Hybrid models: one state slot per running sequence. Unless set, as many slots as max_batch fit
+  // in half the byte budget (at least one); the KV blocks take the rest (Note [State memory]).
+  const ModelConfig& mc = model.config();
+  const size_t per_seq = KvCache::state_bytes_per_sequence(mc);
+  int64_t slots = 1;
+  if (per_seq > 0) {
+    slots = config_.state_slots > 0
+                ? config_.state_slots
+                : std::clamp<int64_t>(static_cast<int64_t>(config_.kv_cache_bytes / 2 / per_seq), 1, config_.max_batch);
+  }
+  const size_t state_total = per_seq * static_cast<size_t>(slots);
+  const size_t kv_budget = config_.kv_cache_bytes > state_total ? config_.kv_cache_bytes - state_total : 0;
+  const int64_t blocks = config_.num_blocks > 0 ? config_.num_blocks : KvCache::blocks_for_bytes(mc, config_.block_size, kv_budget);
+  cache_ = std::make_unique<KvCache>(mc, blocks, config_.block_size, slots);
   runner_ = std::make_unique<ModelRunner>(model, device, *cache_);
   if (config_.graph) runner_->enable_graph_mode(config_.max_batch);  // off, with a reason, if the model refuses
   publish_stats(-1);
@@ -143,6 +154,8 @@ void LLMEngine::preempt(Sequence& s) {
   // Recompute later: drop the cache, keep the tokens (prompt + generated) and the sampler state.
   cache_->allocator().free(s.blocks);
   s.blocks.clear();
+  cache_->state_slots().free(s.state_slot);  // the state is recomputed with the KV cache
+  s.state_slot = -1;
   s.computed = 0;
   running_.erase(std::remove(running_.begin(), running_.end(), &s), running_.end());
   waiting_.push_front(&s);
@@ -156,6 +169,8 @@ void LLMEngine::finish(Sequence& s, FinishReason reason) {
   s.finish_reason = reason;
   cache_->allocator().free(s.blocks);
   s.blocks.clear();
+  cache_->state_slots().free(s.state_slot);
+  s.state_slot = -1;
   running_.erase(std::remove(running_.begin(), running_.end(), &s), running_.end());
   if (auto it = std::find(waiting_.begin(), waiting_.end(), &s); it != waiting_.end()) {
     waiting_.erase(it);
@@ -260,7 +275,9 @@ bool LLMEngine::step() {
     Sequence* s = waiting_.front();
     const int64_t pending = static_cast<int64_t>(s->tokens.size()) - s->computed;
     const int64_t chunk = std::min({pending, config_.prefill_chunk, budget});
+    if (cache_->has_state() && s->state_slot < 0 && cache_->state_slots().num_free() == 0) break;  // wait for a slot
     if (!ensure_blocks(*s, s->computed + chunk)) break;
+    if (cache_->has_state() && s->state_slot < 0) s->state_slot = cache_->state_slots().allocate();
     waiting_.pop_front();
     running_.push_back(s);
     plan.push_back({s, chunk});
@@ -284,7 +301,7 @@ bool LLMEngine::step() {
   steps.reserve(plan.size());
   for (const auto& p : plan) {
     steps.push_back(SequenceStep{std::span<const int32_t>(p.seq->tokens.data() + p.seq->computed, static_cast<size_t>(p.chunk)),
-                                 p.seq->computed, p.seq->blocks, false});
+                                 p.seq->computed, p.seq->blocks, false, p.seq->state_slot});
   }
   Tensor logits = runner_->forward(steps);
   const int64_t vocab = logits.size(1);
@@ -320,6 +337,10 @@ void LLMEngine::publish_stats(double step_ms) {
   stats_.waiting = static_cast<int64_t>(waiting_.size());
   stats_.blocks_free = cache_->allocator().num_free();
   stats_.blocks_used = cache_->allocator().num_total() - stats_.blocks_free;
+  stats_.state_slots_total = cache_->has_state() ? cache_->state_slots().num_total() : 0;
+  stats_.state_slots_used = cache_->has_state() ? stats_.state_slots_total - cache_->state_slots().num_free() : 0;
+  stats_.kv_cache_bytes = cache_->bytes();
+  stats_.state_bytes = cache_->state_bytes();
 }
 
 std::vector<RequestOutput> LLMEngine::generate(std::vector<GenerationRequest> requests) {

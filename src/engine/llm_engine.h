@@ -27,7 +27,8 @@ class Tokenizer;
 struct EngineConfig {
   int64_t block_size = 16;
   int64_t num_blocks = 0;                  // 0: derive from kv_cache_bytes
-  size_t kv_cache_bytes = 512ull << 20;
+  size_t kv_cache_bytes = 512ull << 20;    // KV blocks and, for hybrid models, state slots (Note [State memory])
+  int64_t state_slots = 0;                 // hybrid models: 0 = derive (see LLMEngine's constructor)
   int64_t max_batch = 64;                  // running sequences
   int64_t max_tokens_per_step = 2048;      // token budget of one step (decode tokens + prefill chunks)
   int64_t prefill_chunk = 512;             // most prompt tokens of one sequence in one step
@@ -73,6 +74,8 @@ struct RequestOutput {
 struct EngineStats {
   int64_t running = 0, waiting = 0;
   int64_t blocks_used = 0, blocks_free = 0;
+  int64_t state_slots_used = 0, state_slots_total = 0;  // hybrid models (Note [State memory])
+  size_t kv_cache_bytes = 0, state_bytes = 0;          // what the cache holds, the state pool included
   int64_t preemptions = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   int64_t steps = 0;

@@ -32,6 +32,9 @@ void validate_sequence_step(const ModelConfig& c, const KvCache& cache, const Se
   if (cache.blocks_for(total) > static_cast<int64_t>(s.block_table.size()))
     throw InvalidArgumentError("block table of " + std::to_string(s.block_table.size()) + " blocks cannot hold " +
                                std::to_string(total) + " tokens");
+  if (cache.has_state() && (s.state_slot < 0 || s.state_slot >= cache.state_slots().num_total()))
+    throw InvalidArgumentError("sequence has state slot " + std::to_string(s.state_slot) + "; this model's linear-attention "
+                               "layers need one of the cache's " + std::to_string(cache.state_slots().num_total()) + " slots");
   for (int32_t id : s.tokens)
     if (id < 0 || id >= c.vocab_size)
       throw InvalidArgumentError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
@@ -70,6 +73,7 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
   ctx_.kv_seqlens = fit(kv_seqlens_, DType::I32, {batch});
   ctx_.block_tables = fit(block_tables_, DType::I32, {batch, max_blocks});
   ctx_.logits_rows = fit(logits_rows_, DType::I32, {rows});
+  ctx_.state_slots = fit(state_slots_, DType::I32, {batch});
   int64_t t = 0, r = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const auto& s = seqs[static_cast<size_t>(b)];
@@ -81,6 +85,7 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
     }
     ctx_.q_seqlens.data<int32_t>()[b] = static_cast<int32_t>(len);
     ctx_.kv_seqlens.data<int32_t>()[b] = static_cast<int32_t>(s.past_len + len);
+    ctx_.state_slots.data<int32_t>()[b] = s.state_slot;
     int32_t* table = ctx_.block_tables.data<int32_t>() + b * max_blocks;
     for (int64_t k = 0; k < max_blocks; ++k)
       table[k] = k < static_cast<int64_t>(s.block_table.size()) ? s.block_table[static_cast<size_t>(k)] : 0;

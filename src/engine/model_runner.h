@@ -17,10 +17,12 @@ struct SequenceStep {
   int64_t past_len = 0;                  // tokens already in the cache
   std::span<const int32_t> block_table;  // covers past_len + tokens.size() positions
   bool all_logits = false;               // logits for every new token (else only the last)
+  int32_t state_slot = -1;               // hybrid models: the sequence's state slot (KvCache::state_slots())
 };
 
 // Throws InvalidArgumentError when a sequence's step cannot run: no tokens, ids outside the
-// vocabulary, past the model's context, or a block table too short for its positions.
+// vocabulary, past the model's context, a block table too short for its positions, or (models with
+// linear-attention layers) no valid state slot.
 void validate_sequence_step(const ModelConfig& config, const KvCache& cache, const SequenceStep& s);
 
 class DecodeGraphRunner;
@@ -53,7 +55,7 @@ class ModelRunner {
   KvCache& cache_;
   Workspace workspace_;
   StepContext ctx_;
-  Tensor ids_, positions_, q_seqlens_, kv_seqlens_, block_tables_, logits_rows_;
+  Tensor ids_, positions_, q_seqlens_, kv_seqlens_, block_tables_, logits_rows_, state_slots_;
   std::unique_ptr<DecodeGraphRunner> graphs_;
   std::string graph_off_reason_ = "graph mode not enabled";
   bool last_replayed_ = false;

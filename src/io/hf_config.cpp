@@ -7,14 +7,18 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/hf_config_detail.h"
 
 namespace opchain {
 
 using nlohmann::json;
 
 const std::vector<std::string>& supported_architectures() {
-  static const std::vector<std::string> archs = {"Qwen3MoeForCausalLM", "Qwen3ForCausalLM", "Qwen2ForCausalLM",
-                                                 "LlamaForCausalLM", "Qwen2MoeForCausalLM"};
+  static const std::vector<std::string> archs = {
+      "Qwen3MoeForCausalLM",   "Qwen3ForCausalLM",   "Qwen2ForCausalLM",
+      "LlamaForCausalLM",      "Qwen2MoeForCausalLM", "Qwen3NextForCausalLM",
+      "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
+      "Qwen3_5ForConditionalGeneration"};
   return archs;
 }
 
@@ -24,38 +28,7 @@ bool ModelConfig::is_moe_layer(int64_t layer) const {
   return decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
 }
 
-namespace {
-
-struct Reader {
-  const json& j;
-  const std::string& source;
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw FormatError(source + ": field '" + key + "' " + what);
-  }
-  int64_t req_int(const std::string& key) const {
-    if (!j.contains(key)) fail(key, "is missing");
-    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + j[key].dump());
-    const int64_t v = j[key].get<int64_t>();
-    if (v <= 0) fail(key, "must be positive, got " + std::to_string(v));
-    return v;
-  }
-  int64_t opt_int(const std::string& key, int64_t def) const {
-    if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + j[key].dump());
-    return j[key].get<int64_t>();
-  }
-  double opt_num(const std::string& key, double def) const {
-    if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number()) fail(key, "must be a number, got " + j[key].dump());
-    return j[key].get<double>();
-  }
-  bool opt_bool(const std::string& key, bool def) const {
-    if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_boolean()) fail(key, "must be true or false, got " + j[key].dump());
-    return j[key].get<bool>();
-  }
-};
+namespace hf_detail {
 
 RopeScaling parse_rope_scaling(const json& rs, const std::string& source) {
   RopeScaling r;
@@ -89,7 +62,25 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source) {
   return r;
 }
 
-}  // namespace
+void parse_special_token_ids(const json& j, ModelConfig& c) {
+  if (j.contains("eos_token_id")) {
+    const auto& e = j["eos_token_id"];
+    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int64_t>());
+    else if (e.is_array())
+      for (const auto& v : e)
+        if (v.is_number_integer()) c.eos_token_ids.push_back(v.get<int64_t>());
+  }
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int64_t>();
+}
+
+}  // namespace hf_detail
+
+using hf_detail::Reader;
+using hf_detail::parse_rope_scaling;
+
+int64_t ModelConfig::num_linear_attention_layers() const {
+  return std::count(layer_types.begin(), layer_types.end(), LayerKind::LinearAttention);
+}
 
 ModelConfig parse_model_config(const std::string& text, const std::string& source) {
   json j;
@@ -112,6 +103,10 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
     throw FormatError(source + ": unknown architecture '" + c.architecture + "'; supported: " + list);
   }
   if (j.contains("model_type") && j["model_type"].is_string()) c.model_type = j["model_type"];
+  if (hf_detail::is_hybrid_architecture(c.architecture)) {
+    hf_detail::parse_hybrid_config(j, c);
+    return c;
+  }
   Reader rd{j, source};
   c.vocab_size = rd.req_int("vocab_size");
   c.hidden_size = rd.req_int("hidden_size");
@@ -168,14 +163,8 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   bool needs_dense = !is_moe || c.decoder_sparse_step > 1 || !c.mlp_only_layers.empty();
   c.intermediate_size = needs_dense ? rd.req_int("intermediate_size") : rd.opt_int("intermediate_size", 0);
 
-  if (j.contains("eos_token_id")) {
-    const auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int64_t>());
-    else if (e.is_array())
-      for (const auto& v : e)
-        if (v.is_number_integer()) c.eos_token_ids.push_back(v.get<int64_t>());
-  }
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int64_t>();
+  c.rotary_dim = c.head_dim;
+  hf_detail::parse_special_token_ids(j, c);
   return c;
 }
 

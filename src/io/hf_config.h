@@ -25,6 +25,23 @@ struct RopeScaling {
   bool truncate = true;
 };
 
+// The token mixer of a decoder layer. Hybrid decoders (Qwen3-Next, Qwen3.5) interleave Gated DeltaNet
+// linear-attention layers with gated full-attention layers.
+enum class LayerKind : uint8_t { FullAttention, LinearAttention };
+
+// Gated DeltaNet sizes (config keys linear_*): nk key heads of dk, nv value heads of dv (nv a multiple
+// of nk: value head h reads key head h / (nv / nk)), and the causal conv's kernel width.
+struct LinearAttentionConfig {
+  int64_t num_key_heads = 0;
+  int64_t num_value_heads = 0;
+  int64_t key_head_dim = 0;
+  int64_t value_head_dim = 0;
+  int64_t conv_kernel = 0;
+  int64_t key_dim() const { return num_key_heads * key_head_dim; }
+  int64_t value_dim() const { return num_value_heads * value_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // channels [q | k | v]
+};
+
 struct ModelConfig {
   std::string architecture;  // e.g. "Qwen3MoeForCausalLM"
   std::string model_type;
@@ -58,9 +75,26 @@ struct ModelConfig {
   int64_t router_topk_groups = 0;
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id;
+  // Channels of each head that RoPE rotates: head_dim, or head_dim * partial_rotary_factor.
+  int64_t rotary_dim = 0;
+  // Hybrid decoders (Qwen3-Next, Qwen3.5): the kind of every layer (empty: all full attention), the
+  // linear-attention sizes, and the traits their full-attention layers and norms share.
+  std::vector<LayerKind> layer_types;
+  LinearAttentionConfig linear;
+  bool attn_output_gate = false;     // q_proj yields, per head, the query then a sigmoid gate on the output
+  bool zero_centered_norms = false;  // RMSNorm weights are stored as w - 1: out = norm(x) * (1 + w)
+  bool grouped_qkvz = false;         // Qwen3-Next: in_proj_qkvz / in_proj_ba are grouped per key head
+  // Where the text model's tensors live: "model." or, in Qwen3.5's hub layout, "model.language_model.".
+  std::string weight_prefix = "model.";
 
   // transformers' rule: MoE when not in mlp_only_layers and (layer+1) % decoder_sparse_step == 0.
   bool is_moe_layer(int64_t layer) const;
+  bool is_hybrid() const { return !layer_types.empty(); }
+  bool is_linear_attention(int64_t layer) const {
+    return is_hybrid() && layer_types[static_cast<size_t>(layer)] == LayerKind::LinearAttention;
+  }
+  int64_t num_linear_attention_layers() const;
+  int64_t num_full_attention_layers() const { return num_hidden_layers - num_linear_attention_layers(); }
 };
 
 // Reads <dir>/config.json; throws FormatError naming the file and field, or for an unknown architecture.

@@ -67,14 +67,19 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (!v["dtype"].is_string() || !parse_dtype(v["dtype"].get<std::string>(), e.dtype))
         throw bad(path, "tensor '" + name + "' has unsupported dtype " + v["dtype"].dump());
       const auto& shp = v["shape"];
-      if (!shp.is_array() || shp.size() > kMaxDims)
-        throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
+      if (!shp.is_array() || shp.size() > 16) throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
       e.shape.ndim = 0;
+      e.rank = static_cast<int>(shp.size());
+      uint64_t numel = 1;
       for (const auto& d : shp) {
         if (!d.is_number_unsigned()) throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
         const uint64_t dim = d.get<uint64_t>();
         if (dim > (1ull << 40)) throw bad(path, "tensor '" + name + "' has an absurd dimension " + std::to_string(dim));
-        e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
+        numel = dim == 0 ? 0 : numel * dim;
+        if (numel > (1ull << 44)) throw bad(path, "tensor '" + name + "' has an absurd shape " + shp.dump());
+        // Dims past the fourth fold into the fourth: the entry keeps its size, and tensor() refuses it.
+        if (e.shape.ndim < kMaxDims) e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
+        else e.shape.dims[kMaxDims - 1] *= static_cast<int64_t>(dim);
       }
       const auto& off = v["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
@@ -110,6 +115,10 @@ SafetensorsFile::~SafetensorsFile() {
 Tensor SafetensorsFile::tensor(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) throw FormatError("tensor '" + name + "' not found in " + path_);
+  if (it->second.rank > kMaxDims)
+    throw FormatError("tensor '" + name + "' in " + path_ + " has " + std::to_string(it->second.rank) +
+                      " dimensions; opchain reads tensors of at most " + std::to_string(kMaxDims) +
+                      " (a vision tower's conv weight is not needed for text)");
   return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
 }
 
@@ -195,6 +204,33 @@ Tensor WeightStore::get_stacked_rows(const std::vector<std::string>& names, cons
     dst += p.nbytes();
   }
   return out;
+}
+
+Tensor WeightStore::get_rows(const std::string& name, const Shape& expected, const std::vector<RowRange>& ranges) const {
+  const Tensor t = get(name, expected);
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(t.size(0), 1));
+  int64_t rows = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b < 0 || e < b || e > t.size(0))
+      throw FormatError("tensor '" + name + "' in " + file_of(name) + ": row range [" + std::to_string(b) + ", " +
+                        std::to_string(e) + ") is outside its " + std::to_string(t.size(0)) + " rows");
+    rows += e - b;
+  }
+  Shape s = t.shape();
+  s.dims[0] = rows;
+  Tensor out = Tensor::empty(t.dtype(), s);
+  char* dst = out.data<char>();
+  for (const auto& [b, e] : ranges) {
+    std::memcpy(dst, t.data<char>() + static_cast<size_t>(b) * row_bytes, static_cast<size_t>(e - b) * row_bytes);
+    dst += static_cast<size_t>(e - b) * row_bytes;
+  }
+  return out;
+}
+
+int64_t WeightStore::numel(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
+  return it->second->entries().at(name).shape.numel();
 }
 
 std::vector<std::string> WeightStore::names() const {

@@ -13,7 +13,8 @@ namespace opchain {
 struct SafetensorsEntry {
   std::string name;
   DType dtype;
-  Shape shape;
+  Shape shape;       // dims past kMaxDims are folded into the last one (see rank)
+  int rank = 0;      // the file's number of dims; tensor() refuses ranks above kMaxDims
   size_t begin = 0;  // byte offsets into the data section
   size_t end = 0;
 };
@@ -53,7 +54,13 @@ class WeightStore {
   // Rows of several tensors stacked into one owning tensor (e.g. gate_proj over up_proj), with
   // shapes checked like get(); all parts must share a dtype. The mapped originals are never touched.
   Tensor get_stacked_rows(const std::vector<std::string>& names, const std::vector<Shape>& shapes) const;
+  // Row ranges [begin, end) of dim 0 of one tensor (shape checked like get()), copied in the order
+  // given into one owning tensor: the query rows of a gated q_proj, or Qwen3-Next's per-key-head
+  // groups put back in flat order. The mapped original is never touched.
+  using RowRange = std::pair<int64_t, int64_t>;
+  Tensor get_rows(const std::string& name, const Shape& expected_shape, const std::vector<RowRange>& ranges) const;
   std::vector<std::string> names() const;
+  int64_t numel(const std::string& name) const;  // of any tensor, whatever its rank
   size_t total_bytes() const;
   DType dominant_dtype() const;
   // The file that holds `name` (for error messages).

@@ -12,9 +12,12 @@
 
 namespace opchain {
 
-// One layer's paged KV cache, [num_blocks, block_size, kv_heads, head_dim] each (owned by the engine).
+// One layer's cache (owned by the engine). A full-attention layer has a paged KV cache, k and v of
+// [num_blocks, block_size, kv_heads, head_dim]; a linear-attention layer (Gated DeltaNet) has a state
+// pool of per-sequence slots: conv_state [slots, K-1, conv_dim] and recurrent_state [slots, nv, dk, dv].
 struct LayerKvCache {
   Tensor k, v;
+  Tensor conv_state, recurrent_state;
 };
 
 class CausalLM {

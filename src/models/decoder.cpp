@@ -65,9 +65,23 @@ Tensor DenseMlp::forward(StepContext& ctx, const Tensor& x) const {
   return down_proj.forward(ctx, act.forward(ctx, gate_up_proj.forward(ctx, x)));
 }
 
-static ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w) {
+ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w) {
   ExpertWeights e;
   const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
+  if (w.contains(prefix + ".gate_up_proj")) {  // fused: each expert's gate rows, then its up rows
+    const Tensor gate_up = w.get(prefix + ".gate_up_proj", {c.num_experts, 2 * inter, h});
+    const Tensor down = w.get(prefix + ".down_proj", {c.num_experts, h, inter});
+    if (gate_up.dtype() != down.dtype())
+      throw FormatError("expert weights under " + prefix + " in " + w.file_of(prefix + ".gate_up_proj") +
+                        " mix dtypes; all experts of a layer must share one");
+    for (int64_t i = 0; i < c.num_experts; ++i) {
+      const Tensor gu = gate_up.slice_rows(i, i + 1).reshape({2 * inter, h});
+      e.gate.push_back(gu.slice_rows(0, inter));
+      e.up.push_back(gu.slice_rows(inter, 2 * inter));
+      e.down.push_back(down.slice_rows(i, i + 1).reshape({h, inter}));
+    }
+    return e;
+  }
   for (int64_t i = 0; i < c.num_experts; ++i) {
     const std::string p = prefix + "." + std::to_string(i);
     e.gate.push_back(w.get(p + ".gate_proj.weight", {inter, h}));
@@ -114,9 +128,9 @@ DecoderLayer::DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, co
     mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
 }
 
-static Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w) {
+Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name) {
   // Tied checkpoints carry no lm_head.weight; the embedding matrix doubles as the output projection.
-  if (c.tie_word_embeddings && !w.contains("lm_head.weight")) return w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  if (c.tie_word_embeddings && !w.contains("lm_head.weight")) return w.get(embed_name, {c.vocab_size, c.hidden_size});
   return w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
 }
 
@@ -126,12 +140,12 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const Dev
       embed_tokens_({&dev, "model.embed_tokens"}, w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size})),
       rotary_emb_({&dev, "model.rotary_emb"}, c.head_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
       norm_({&dev, "model.norm"}, w.get("model.norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
-      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w)) {
+      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w, "model.embed_tokens.weight")) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     layers_.push_back(std::make_unique<DecoderLayer>(nn::ModuleContext{&dev, layer_prefix(l)}, c, w, spec, l));
     if (progress) progress(l + 1, c.num_hidden_layers);
   }
-  for (const auto& name : w.names()) parameter_count_ += w.get_any_shape(name).numel();
+  for (const auto& name : w.names()) parameter_count_ += w.numel(name);
 }
 
 // transformers' pre-norm residual stream, with the residual add folded into the next norm:
@@ -153,11 +167,15 @@ Tensor DecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& 
   }
   ctx.workspace->use_step_arena();  // the logits outlive the forward
   Tensor hidden = pending.is_null() ? norm_.forward(ctx, residual) : norm_.forward_add(ctx, pending, residual);
+  return compute_logits(ctx, hidden, lm_head_);
+}
+
+Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& lm_head) {
   // Only the rows that need logits go through lm_head (the vocab projection dominates small steps).
   // Logits rows are strictly increasing, so asking for as many rows as there are is asking for all
   // of them: no gather, a decision from shapes alone, which a captured decode step relies on.
   const int64_t rows = ctx.logits_rows.numel(), h = hidden.size(1);
-  if (rows == hidden.size(0)) return lm_head_.forward(ctx, hidden);
+  if (rows == hidden.size(0)) return lm_head.forward(ctx, hidden);
   if (ctx.capturing)  // the gather below runs on the host: a replay would not redo it
     throw GraphCaptureError("lm_head gathers " + std::to_string(rows) + " of " + std::to_string(hidden.size(0)) +
                             " rows on the host, which a captured graph cannot replay; a captured step must ask for "
@@ -167,7 +185,7 @@ Tensor DecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& 
     const int64_t src = ctx.logits_rows.data<int32_t>()[r];
     std::memcpy(selected.data<float>() + r * h, hidden.data<float>() + src * h, static_cast<size_t>(h) * sizeof(float));
   }
-  return lm_head_.forward(ctx, selected);
+  return lm_head.forward(ctx, selected);
 }
 
 }  // namespace opchain

@@ -67,6 +67,16 @@ struct DecoderLayer {
   std::optional<SparseMoeBlock> moe;
 };
 
+// Every layer of a decoder-only model ends with norm(h) @ lm_head over the rows that need logits
+// (ctx.logits_rows); shared by DecoderModel and HybridDecoderModel.
+Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& lm_head);
+// The expert weights of one MoE layer under `prefix` (".experts"): per-expert tensors
+// (experts.E.{gate,up,down}_proj.weight) or the fused ones (experts.gate_up_proj [E, 2I, H],
+// experts.down_proj [E, H, I]), as views either way.
+ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w);
+// The output projection: lm_head.weight, or the embedding matrix when tied and absent.
+Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
+
 class DecoderModel final : public CausalLM {
  public:
   DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const BuildProgress& progress,

@@ -65,7 +65,8 @@ TEST_P(GraphDecode, MatchesEagerAtEveryBucketAndBetweenBuckets) {
   LoadedModel m = load_model(test::model_dir(GetParam()), "cpu");
   const int64_t vocab = m.config.vocab_size, steps = 33, max_batch = 16;
   const int64_t per_seq = 1 + (10 + steps + kBlock - 1) / kBlock;
-  KvCache eager_cache(m.config, 1 + max_batch * per_seq, kBlock), graph_cache(m.config, 1 + max_batch * per_seq, kBlock);
+  KvCache eager_cache(m.config, 1 + max_batch * per_seq, kBlock, max_batch),
+      graph_cache(m.config, 1 + max_batch * per_seq, kBlock, max_batch);
   ModelRunner eager(*m.model, m.device, eager_cache), graph(*m.model, m.device, graph_cache);
   ASSERT_TRUE(graph.enable_graph_mode(max_batch)) << graph.graph_off_reason();
   const std::vector<int64_t> buckets = graph.graphs()->buckets();
@@ -91,7 +92,7 @@ TEST_P(GraphDecode, MatchesEagerAtEveryBucketAndBetweenBuckets) {
         const auto& t = tokens[static_cast<size_t>(s)];
         const size_t first = whole ? 0 : t.size() - 1;
         out.push_back({std::span<const int32_t>(t.data() + first, t.size() - first), static_cast<int64_t>(first),
-                       blocks[static_cast<size_t>(s)], false});
+                       blocks[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
       }
       return out;
     };
@@ -176,7 +177,8 @@ TEST_P(GraphDecode, EngineWithSequencesFinishingAndJoiningMatchesEager) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GoldenModels, GraphDecode,
-                         testing::Values("tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-llama", "trained-qwen3-moe"),
+                         testing::Values("tiny-qwen3-moe", "tiny-qwen2-moe", "tiny-llama", "trained-qwen3-moe",
+                                         "tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string s = info.param;
                            for (auto& c : s)

@@ -74,7 +74,8 @@ TEST_P(GreedyGolden, ContinuationMatchesGreedyTxt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, GreedyGolden,
-                         testing::Values("tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe"),
+                         testing::Values("tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe",
+                                         "tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5-moe-vl", "tiny-qwen3_5"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (auto& c : s)

@@ -1,6 +1,7 @@
 // Every golden model, on every vendor: prefill logits over ids.txt / ids_long.txt match the
 // independent PyTorch reference within 1e-3, and prefill of a prefix + KV-cache decode of the rest
-// reproduces the same logits step by step.
+// reproduces the same logits step by step (for the hybrid models, with the linear-attention state
+// carried in a state slot). The hybrid models' references are float64 forwards stored as f32.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,7 +53,7 @@ void check_prefill(const Case& c, const std::string& ids_file, const std::string
   std::vector<int32_t> blocks;
   ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
   ModelRunner runner(*m.model, m.device, cache);
-  SequenceStep step{ids, 0, blocks, true};
+  SequenceStep step{ids, 0, blocks, true, cache.state_slots().allocate()};
   Tensor logits = runner.forward({&step, 1});
   ASSERT_EQ(logits.size(0), ref.shape[0]);
   ASSERT_EQ(logits.size(1), ref.shape[1]);
@@ -79,16 +80,17 @@ TEST_P(GoldenModel, PrefixThenDecodeMatchesReference) {
   std::vector<int32_t> blocks;
   ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
   ModelRunner runner(*m.model, m.device, cache);
+  const int32_t slot = cache.state_slots().allocate();
   const int64_t prefix = n / 3, chunk_end = std::min<int64_t>(n, prefix + 11);
-  SequenceStep first{std::span<const int32_t>(ids.data(), static_cast<size_t>(prefix)), 0, blocks, true};
+  SequenceStep first{std::span<const int32_t>(ids.data(), static_cast<size_t>(prefix)), 0, blocks, true, slot};
   Tensor logits = runner.forward({&first, 1});
   EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data(), prefix * vocab), 1e-3f);
   // A chunk over a cached prefix exercises paged prefill attention.
-  SequenceStep chunk{std::span<const int32_t>(ids.data() + prefix, static_cast<size_t>(chunk_end - prefix)), prefix, blocks, true};
+  SequenceStep chunk{std::span<const int32_t>(ids.data() + prefix, static_cast<size_t>(chunk_end - prefix)), prefix, blocks, true, slot};
   logits = runner.forward({&chunk, 1});
   EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + prefix * vocab, (chunk_end - prefix) * vocab), 1e-3f);
   for (int64_t t = chunk_end; t < n; ++t) {
-    SequenceStep d{std::span<const int32_t>(ids.data() + t, 1), t, blocks, false};
+    SequenceStep d{std::span<const int32_t>(ids.data() + t, 1), t, blocks, false, slot};
     logits = runner.forward({&d, 1});
     ASSERT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + t * vocab, vocab), 1e-3f) << "decode position " << t;
   }
@@ -102,18 +104,18 @@ TEST_P(GoldenModel, BatchedDecodeMatchesReference) {
   const NpyArray ref = read_npy_f32(dir + "/ref_logits.npy");
   LoadedModel m = load_model(dir, c.vendor);
   const int64_t n = static_cast<int64_t>(ids.size()), vocab = m.config.vocab_size;
-  KvCache cache(m.config, 1 + 2 * ((n + 3) / 4), 4);
+  KvCache cache(m.config, 1 + 2 * ((n + 3) / 4), 4, /*num_state_slots=*/2);
   std::vector<int32_t> a, b;
   ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), a));
   ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), b));
   ModelRunner runner(*m.model, m.device, cache);
   const int64_t pa = 5, pb = 9;
-  SequenceStep pre[2] = {{std::span<const int32_t>(ids.data(), pa), 0, a, false},
-                         {std::span<const int32_t>(ids.data(), pb), 0, b, false}};
+  SequenceStep pre[2] = {{std::span<const int32_t>(ids.data(), pa), 0, a, false, 0},
+                         {std::span<const int32_t>(ids.data(), pb), 0, b, false, 1}};
   runner.forward(pre);
   for (int64_t s = 0; pb + s < n; ++s) {
-    SequenceStep steps[2] = {{std::span<const int32_t>(ids.data() + pa + s, 1), pa + s, a, false},
-                             {std::span<const int32_t>(ids.data() + pb + s, 1), pb + s, b, false}};
+    SequenceStep steps[2] = {{std::span<const int32_t>(ids.data() + pa + s, 1), pa + s, a, false, 0},
+                             {std::span<const int32_t>(ids.data() + pb + s, 1), pb + s, b, false, 1}};
     Tensor logits = runner.forward(steps);
     ASSERT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + (pa + s) * vocab, vocab), 1e-3f);
     ASSERT_LE(max_abs_diff(logits.data<float>() + vocab, ref.data.data() + (pb + s) * vocab, vocab), 1e-3f);
@@ -122,7 +124,8 @@ TEST_P(GoldenModel, BatchedDecodeMatchesReference) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  for (const char* model : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe", "trained-qwen3-moe"})
+  for (const char* model : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe", "trained-qwen3-moe",
+                            "tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5-moe-vl", "tiny-qwen3_5"})
     for (const char* vendor : {"reference", "cpu"}) out.push_back({model, vendor});
   return out;
 }

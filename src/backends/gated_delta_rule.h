@@ -1,0 +1,32 @@
+#pragma once
+// The delta-rule impl: one nn GatedDeltaRule call is one gated_delta_rule launch, in the form the
+// step's token counts ask for.
+//
+// Note [Delta rule forms]
+// gated_delta_rule has two evaluations of one function (ops/gated_delta_rule.h). The recurrent form
+// walks tokens one by one: per token it reads and writes the whole [dk, dv] state, which is the
+// least work for a decode step. The chunked form solves kDeltaRuleChunk tokens of a sequence at once
+// through products within the chunk and touches the state once per chunk, which is what prefill
+// wants. select_delta_rule_form picks from the step's token counts: recurrent when every sequence
+// brings one token (a decode step), chunked otherwise. The chunked form still walks any single-token
+// sequence, so a decoding sequence gets the same bits whether its step also carries a prefill or
+// not (batch invariance), and a captured decode graph, whose steps are all decode steps, freezes
+// the recurrent choice correctly (Note [Graph capture], 3). The harness checks the two forms
+// against each other on every vendor (tests/vendors/gated_delta_rule_forms_test.cpp).
+#include "backends/op_impl.h"
+
+namespace opchain {
+
+DeltaRuleForm select_delta_rule_form(const AttnMetadata& meta);
+
+class GatedDeltaRuleImpl : public OpImplBase {
+ public:
+  GatedDeltaRuleImpl(const OpsBackend& backend, const ImplBuildParams& p);
+  // args.form is set here; args.meta must be &ctx.attn.
+  void forward(const StepContext& ctx, GatedDeltaRuleArgs args) const;
+
+ private:
+  std::unique_ptr<KernelImpl<OpType::GatedDeltaRule>> kernel_;
+};
+
+}  // namespace opchain

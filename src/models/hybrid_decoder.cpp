@@ -1,0 +1,181 @@
+#include "models/hybrid_decoder.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace opchain {
+
+namespace {
+
+using RowRanges = std::vector<WeightStore::RowRange>;
+
+std::string root_of(const ModelConfig& c) { return c.weight_prefix.substr(0, c.weight_prefix.size() - 1); }
+
+Tensor optional_rows(const WeightStore& w, const std::string& name, bool present, int64_t n, const RowRanges& ranges) {
+  if (!present) return {};
+  return w.get_rows(name, {n}, ranges);
+}
+
+Tensor optional_bias(const WeightStore& w, const std::string& name, bool present, int64_t n) {
+  if (!present) return {};
+  return w.get(name, {n});
+}
+
+// q_proj's rows are per head [query (d) | gate (d)]; these pick one half of every head.
+RowRanges per_head_half(int64_t heads, int64_t d, bool gate) {
+  RowRanges r;
+  for (int64_t h = 0; h < heads; ++h) r.push_back({h * 2 * d + (gate ? d : 0), h * 2 * d + (gate ? 2 * d : d)});
+  return r;
+}
+
+// Qwen3-Next's in_proj_qkvz is grouped per key head j: [q_j (dk) | k_j (dk) | v_j (r*dv) | z_j (r*dv)].
+// Flat order is all q heads, all k heads, all v heads (the conv's channels), then all z heads.
+RowRanges qkvz_flat_order(const LinearAttentionConfig& l, bool z) {
+  const int64_t r = l.num_value_heads / l.num_key_heads, dk = l.key_head_dim, vw = r * l.value_head_dim;
+  const int64_t group = 2 * dk + 2 * vw;
+  RowRanges out;
+  if (z) {
+    for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * group + 2 * dk + vw, (j + 1) * group});
+    return out;
+  }
+  for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * group, j * group + dk});
+  for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * group + dk, j * group + 2 * dk});
+  for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * group + 2 * dk, j * group + 2 * dk + vw});
+  return out;
+}
+
+// Qwen3-Next's in_proj_ba is grouped per key head j: [b_j (r) | a_j (r)]; flat is all b, then all a.
+RowRanges ba_flat_order(const LinearAttentionConfig& l) {
+  const int64_t r = l.num_value_heads / l.num_key_heads;
+  RowRanges out;
+  for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * 2 * r, j * 2 * r + r});
+  for (int64_t j = 0; j < l.num_key_heads; ++j) out.push_back({j * 2 * r + r, (j + 1) * 2 * r});
+  return out;
+}
+
+Tensor qkv_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+  const LinearAttentionConfig& l = c.linear;
+  if (c.grouped_qkvz)
+    return w.get_rows(p + ".in_proj_qkvz.weight", {l.conv_dim() + l.value_dim(), c.hidden_size}, qkvz_flat_order(l, false));
+  return w.get(p + ".in_proj_qkv.weight", {l.conv_dim(), c.hidden_size});
+}
+
+Tensor z_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+  const LinearAttentionConfig& l = c.linear;
+  if (c.grouped_qkvz)
+    return w.get_rows(p + ".in_proj_qkvz.weight", {l.conv_dim() + l.value_dim(), c.hidden_size}, qkvz_flat_order(l, true));
+  return w.get(p + ".in_proj_z.weight", {l.value_dim(), c.hidden_size});
+}
+
+Tensor ba_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+  const int64_t nv = c.linear.num_value_heads;
+  if (c.grouped_qkvz) return w.get_rows(p + ".in_proj_ba.weight", {2 * nv, c.hidden_size}, ba_flat_order(c.linear));
+  return w.get_stacked_rows({p + ".in_proj_b.weight", p + ".in_proj_a.weight"}, {{nv, c.hidden_size}, {nv, c.hidden_size}});
+}
+
+}  // namespace
+
+GatedAttention::GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w)
+    : heads(c.num_attention_heads),
+      kv_heads(c.num_key_value_heads),
+      head_dim(c.head_dim),
+      q_proj(mc.child("q_proj"), w.get_rows(mc.path + ".q_proj.weight", {2 * heads * head_dim, c.hidden_size}, per_head_half(heads, head_dim, false)),
+             optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, false))),
+      gate_proj(mc.child("q_proj.gate"), w.get_rows(mc.path + ".q_proj.weight", {2 * heads * head_dim, c.hidden_size}, per_head_half(heads, head_dim, true)),
+                optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, true))),
+      k_proj(mc.child("k_proj"), w.get(mc.path + ".k_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+             optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
+      v_proj(mc.child("v_proj"), w.get(mc.path + ".v_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+             optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, kv_heads * head_dim)),
+      o_proj(mc.child("o_proj"), w.get(mc.path + ".o_proj.weight", {c.hidden_size, heads * head_dim}),
+             optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
+      q_norm(mc.child("q_norm"), w.get(mc.path + ".q_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
+      k_norm(mc.child("k_norm"), w.get(mc.path + ".k_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
+      rotary(mc.child("rotary")),
+      attn(mc.child("attn"), heads, kv_heads, head_dim, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))),
+      output_gate(mc.child("output_gate")) {}
+
+Tensor GatedAttention::forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
+                               const LayerKvCache& cache) const {
+  const int64_t n = x.size(0);
+  Tensor q = q_norm.forward(ctx, q_proj.forward(ctx, x).reshape({n, heads, head_dim}));
+  Tensor gate = gate_proj.forward(ctx, x);
+  Tensor k = k_norm.forward(ctx, k_proj.forward(ctx, x).reshape({n, kv_heads, head_dim}));
+  Tensor v = v_proj.forward(ctx, x);
+  rotary.forward(q, k, rope);  // the first rotary_dim channels of each head (partial RoPE)
+  Tensor o = attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
+  output_gate.forward(gate, o);
+  return o_proj.forward(ctx, o);
+}
+
+GatedDeltaNet::GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w)
+    : dims(c.linear),
+      in_proj_qkv(mc.child("in_proj_qkv"), qkv_weight(mc.path, c, w)),
+      in_proj_z(mc.child("in_proj_z"), z_weight(mc.path, c, w)),
+      in_proj_ba(mc.child("in_proj_ba"), ba_weight(mc.path, c, w)),
+      out_proj(mc.child("out_proj"), w.get(mc.path + ".out_proj.weight", {c.hidden_size, dims.value_dim()})),
+      conv1d(mc.child("conv1d"), w.get(mc.path + ".conv1d.weight", {dims.conv_dim(), 1, dims.conv_kernel})),
+      qk_norm(mc.child("qk_l2norm"), 2 * dims.num_key_heads, dims.key_head_dim),
+      gating(mc.child("gating"), w.get(mc.path + ".A_log", {dims.num_value_heads}), w.get(mc.path + ".dt_bias", {dims.num_value_heads})),
+      delta_rule(mc.child("delta_rule"), dims.num_key_heads, static_cast<float>(1.0 / std::sqrt(static_cast<double>(dims.key_head_dim)))),
+      norm(mc.child("norm"), w.get(mc.path + ".norm.weight", {dims.value_head_dim}), static_cast<float>(c.rms_norm_eps)) {}
+
+Tensor GatedDeltaNet::forward(StepContext& ctx, const Tensor& x, const LayerKvCache& cache) const {
+  Tensor qkv = conv1d.forward(ctx, in_proj_qkv.forward(ctx, x), cache.conv_state);
+  qk_norm.forward(qkv);  // q and k heads, in place; v untouched
+  const auto gates = gating.forward(ctx, in_proj_ba.forward(ctx, x));
+  Tensor o = delta_rule.forward(ctx, qkv, gates.g, gates.beta, cache.recurrent_state);
+  return out_proj.forward(ctx, norm.forward(ctx, o, in_proj_z.forward(ctx, x)));
+}
+
+HybridDecoderLayer::HybridDecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, int64_t layer)
+    : input_layernorm(mc.child("input_layernorm"), w.get(mc.path + ".input_layernorm.weight", {c.hidden_size}),
+                      static_cast<float>(c.rms_norm_eps)),
+      post_attention_layernorm(mc.child("post_attention_layernorm"),
+                               w.get(mc.path + ".post_attention_layernorm.weight", {c.hidden_size}),
+                               static_cast<float>(c.rms_norm_eps)) {
+  if (c.is_linear_attention(layer)) linear_attn.emplace(mc.child("linear_attn"), c, w);
+  else self_attn.emplace(mc.child("self_attn"), c, w);
+  if (c.is_moe_layer(layer)) moe.emplace(mc.child("mlp"), c, w, /*shared_expert=*/true);
+  else mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
+}
+
+HybridDecoderModel::HybridDecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
+                                       const BuildProgress& progress)
+    : CausalLM(c),
+      root_(root_of(c)),
+      embed_tokens_({&dev, root_ + ".embed_tokens"}, w.get(root_ + ".embed_tokens.weight", {c.vocab_size, c.hidden_size})),
+      rotary_emb_({&dev, root_ + ".rotary_emb"}, c.rotary_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
+      norm_({&dev, root_ + ".norm"}, w.get(root_ + ".norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
+      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w, root_ + ".embed_tokens.weight")) {
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    layers_.push_back(std::make_unique<HybridDecoderLayer>(nn::ModuleContext{&dev, root_ + ".layers." + std::to_string(l)}, c, w, l));
+    if (progress) progress(l + 1, c.num_hidden_layers);
+  }
+  // The text model's parameters: not the vision tower nor the multi-token-prediction head beside it.
+  for (const auto& name : w.names())
+    if (name.rfind("mtp.", 0) != 0 && name.rfind("model.visual.", 0) != 0) parameter_count_ += w.numel(name);
+}
+
+// The pre-norm residual stream of DecoderModel::forward, with a linear-attention or gated
+// full-attention mixer per layer and zero-centred norms (Note [Layer arenas] as there).
+Tensor HybridDecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const {
+  Tensor residual = embed_tokens_.forward(ctx, ctx.input_ids);
+  const auto rope = rotary_emb_.forward(ctx);
+  Tensor pending;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    const HybridDecoderLayer& layer = *layers_[l];
+    ctx.workspace->use_layer_arena(static_cast<int>(l % 2));
+    Tensor x = pending.is_null() ? layer.input_layernorm.forward(ctx, residual)
+                                 : layer.input_layernorm.forward_add(ctx, pending, residual);
+    Tensor mixed = layer.linear_attn ? layer.linear_attn->forward(ctx, x, cache[l]) : layer.self_attn->forward(ctx, x, rope, cache[l]);
+    x = layer.post_attention_layernorm.forward_add(ctx, mixed, residual);
+    pending = layer.moe ? layer.moe->forward(ctx, x) : layer.mlp->forward(ctx, x);
+  }
+  ctx.workspace->use_step_arena();  // the logits outlive the forward
+  Tensor hidden = pending.is_null() ? norm_.forward(ctx, residual) : norm_.forward_add(ctx, pending, residual);
+  return compute_logits(ctx, hidden, lm_head_);
+}
+
+}  // namespace opchain
