@@ -64,13 +64,15 @@ KvCache::KvCache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, i
 
 size_t KvCache::bytes() const {
   size_t total = 0;
-  for (const auto& l : layers_) total += l.k.nbytes() + l.v.nbytes();
+  for (const auto& l : layers_)
+    if (!l.k.is_null()) total += l.k.nbytes() + l.v.nbytes();  // linear-attention layers have none
   return total + state_bytes();
 }
 
 size_t KvCache::state_bytes() const {
   size_t total = 0;
-  for (const auto& l : layers_) total += l.conv_state.nbytes() + l.recurrent_state.nbytes();
+  for (const auto& l : layers_)
+    if (!l.conv_state.is_null()) total += l.conv_state.nbytes() + l.recurrent_state.nbytes();
   return total;
 }
 

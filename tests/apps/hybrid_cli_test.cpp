@@ -1,0 +1,69 @@
+// The CLI on the hybrid models as a user runs it: `opchain trace` shows the five-layer chain of a
+// linear-attention layer (with the state slots and is_decoding it read, and the delta rule's form per
+// step), a gated full-attention layer and the MoE block; `opchain align` passes cpu against reference
+// in both precisions and graph against eager.
+#include <gtest/gtest.h>
+
+#include "apps/cli_run.h"
+
+namespace opchain {
+namespace {
+
+using test::run_opchain;
+
+const std::string kIds = " --ids 11,42,7,300,5,91,23,64,8,200";
+
+TEST(HybridCli, TraceShowsEveryChainOfTheHybridLayers) {
+  const auto r = run_opchain("trace --model " + test::model_dir("tiny-qwen3_5-moe") + " --ids 1,2,3 --decode-steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* chain : {
+           // linear-attention layer
+           "model.layers.0.linear_attn.conv1d -> CausalConv1d -> CausalConv1d -> DefaultCausalConv1dImpl -> causal_conv1d -> cpu:",
+           "model.layers.0.linear_attn.qk_l2norm -> L2Norm -> L2Norm -> DefaultL2NormImpl -> l2_norm -> cpu:",
+           "model.layers.0.linear_attn.gating -> GdnGating -> GdnGating -> DefaultGdnGatingImpl -> gdn_gating -> cpu:",
+           "model.layers.0.linear_attn.delta_rule -> GatedDeltaRule -> GatedDeltaRule -> DefaultGatedDeltaRuleImpl -> gated_delta_rule -> cpu:",
+           "model.layers.0.linear_attn.norm -> GatedRMSNorm -> GatedRmsNorm -> DefaultGatedRmsNormImpl -> gated_rms_norm -> cpu:",
+           "form=chunked num_k_heads=2 is_decoding=0 batch=1 max_q_seqlen=3 state_slots=[0]",
+           "form=recurrent num_k_heads=2 is_decoding=1 batch=1 max_q_seqlen=1 state_slots=[0]",
+           // gated full-attention layer
+           "model.layers.3.self_attn.q_norm -> ZeroCenteredRMSNorm -> ZeroCenteredRmsNorm",
+           "model.layers.3.self_attn.rotary -> ApplyRotaryEmb -> ApplyRotaryPosEmb",
+           "cos=f32[3, 4]",  // partial rotary: 8 of 32 channels
+           "model.layers.3.self_attn.output_gate -> SigmoidGateMul -> SigmoidGateMul -> DefaultSigmoidGateMulImpl -> sigmoid_gate_mul",
+           // the MoE block: router, the fused MoE's sub-steps, the shared expert
+           "model.layers.3.mlp.router -> MoeRouter -> MoeGatingTopkSoftmax",
+           "    model.layers.3.mlp.experts -> FusedMoE -> GroupedMatmul",
+           "model.layers.3.mlp.shared_expert.down_proj -> Linear",
+           "model.layers.3.mlp.shared_expert_gate -> SigmoidGatedAdd -> SigmoidGatedAdd"}) {
+    EXPECT_NE(r.out.find(chain), std::string::npos) << chain;
+  }
+}
+
+TEST(HybridCli, AlignCpuAgainstReferenceInBothPrecisions) {
+  for (const char* precision : {"f32", "bf16"}) {
+    const auto r = run_opchain("align --model " + test::model_dir("tiny-qwen3-next") + kIds +
+                               " --decode-steps 4 --compare cpu:reference --precision " + precision);
+    ASSERT_EQ(r.exit_code, 0) << precision << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("within tolerance " + std::string(precision == std::string("f32") ? "0.001" : "0.03")), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("gated_delta_rule"), std::string::npos);
+  }
+}
+
+TEST(HybridCli, AlignGraphAgainstEager) {
+  const auto r = run_opchain("align --model " + test::model_dir("tiny-qwen3_5") + kIds +
+                             " --decode-steps 6 --block-size 4 --compare graph:eager");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("within tolerance"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("causal_conv1d"), std::string::npos);
+}
+
+TEST(HybridCli, GenerateOnTheHubLayout) {
+  const auto r = run_opchain("generate --model " + test::model_dir("tiny-qwen3_5-moe-vl") +
+                             " --prompt hello --max-new-tokens 5 --temperature 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"completion_tokens\":5"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace opchain
