@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -82,6 +83,73 @@ json qwen3_dense_config(int64_t hidden, int64_t heads, int64_t kv_heads, int64_t
           {"vocab_size", kQwenVocab}};
 }
 
+constexpr int64_t kQwen35Vocab = 248320;
+
+// The sizes a hybrid preset sets; the rest is what the hub configs carry.
+struct HybridShape {
+  int64_t hidden, heads, kv_heads, head_dim;
+  int64_t lin_k_heads, lin_v_heads, lin_head_dim;
+  int64_t experts, top_k, moe_inter, shared_inter;  // experts 0: dense Qwen3.5
+  int64_t inter;                                     // dense MLP (Qwen3.5 dense, Qwen3-Next's dense layers)
+};
+
+// The hybrid decoders' text configs as their hub checkpoints carry them (Qwen3-Next-80B-A3B; the text
+// part of Qwen3.5-35B-A3B and Qwen3.5-9B, as Qwen3_5(Moe)ForCausalLM writes it). Every fourth layer is
+// full attention.
+json hybrid_config(const std::string& family, const HybridShape& s) {
+  json c = {{"attention_bias", false},
+            {"attention_dropout", 0.0},
+            {"bos_token_id", kQwenBos},
+            {"eos_token_id", kQwenEos},
+            {"full_attention_interval", 4},
+            {"head_dim", s.head_dim},
+            {"hidden_act", "silu"},
+            {"hidden_size", s.hidden},
+            {"initializer_range", 0.02},
+            {"linear_conv_kernel_dim", 4},
+            {"linear_key_head_dim", s.lin_head_dim},
+            {"linear_num_key_heads", s.lin_k_heads},
+            {"linear_num_value_heads", s.lin_v_heads},
+            {"linear_value_head_dim", s.lin_head_dim},
+            {"max_position_embeddings", 262144},
+            {"num_attention_heads", s.heads},
+            {"num_key_value_heads", s.kv_heads},
+            {"rms_norm_eps", 1e-6},
+            {"tie_word_embeddings", false},
+            {"use_cache", true}};
+  if (s.experts > 0) {
+    c["num_experts"] = s.experts;
+    c["num_experts_per_tok"] = s.top_k;
+    c["moe_intermediate_size"] = s.moe_inter;
+    c["shared_expert_intermediate_size"] = s.shared_inter;
+  }
+  if (family == "qwen3_next") {
+    c["architectures"] = {"Qwen3NextForCausalLM"};
+    c["model_type"] = "qwen3_next";
+    c["decoder_sparse_step"] = 1;
+    c["mlp_only_layers"] = json::array();
+    c["norm_topk_prob"] = true;
+    c["intermediate_size"] = s.inter;
+    c["partial_rotary_factor"] = 0.25;
+    c["rope_scaling"] = nullptr;
+    c["rope_theta"] = 10000000.0;
+    c["vocab_size"] = kQwenVocab;
+    c["transformers_version"] = "4.57.0";
+  } else {
+    c["architectures"] = {s.experts > 0 ? "Qwen3_5MoeForCausalLM" : "Qwen3_5ForCausalLM"};
+    c["model_type"] = s.experts > 0 ? "qwen3_5_moe_text" : "qwen3_5_text";
+    if (s.inter > 0) c["intermediate_size"] = s.inter;
+    c["rope_parameters"] = {{"rope_type", "default"},
+                            {"rope_theta", 10000000.0},
+                            {"partial_rotary_factor", 0.25},
+                            {"mrope_section", {11, 11, 10}},
+                            {"mrope_interleaved", true}};
+    c["vocab_size"] = kQwen35Vocab;
+    c["transformers_version"] = "5.2.0";
+  }
+  return c;
+}
+
 struct Preset {
   std::string name;
   int64_t full_layers;
@@ -93,6 +161,12 @@ const std::vector<Preset>& presets() {
       {"qwen3-30b-a3b", 48, qwen3_moe_config(2048, 32, 4, 128, 128, 8, 768, 6144)},
       {"qwen3-4b", 36, qwen3_dense_config(2560, 32, 8, 128, 9728, true)},
       {"tiny-moe", 4, qwen3_moe_config(256, 8, 2, 32, 16, 4, 128, 512)},
+      {"qwen3.5-35b-a3b", 40, hybrid_config("qwen3_5", {2048, 16, 2, 256, 16, 32, 128, 256, 8, 512, 512, 0})},
+      {"qwen3-next-80b-a3b", 48, hybrid_config("qwen3_next", {2048, 16, 2, 256, 16, 32, 128, 512, 10, 512, 512, 5120})},
+      {"qwen3.5-9b", 32, hybrid_config("qwen3_5", {4096, 16, 4, 256, 16, 32, 128, 0, 0, 0, 0, 12288})},
+      // The same layouts at toy sizes, for tests of the writer and the loader.
+      {"tiny-qwen3.5-moe", 4, hybrid_config("qwen3_5", {128, 4, 2, 32, 2, 4, 32, 8, 2, 64, 64, 0})},
+      {"tiny-qwen3-next", 4, hybrid_config("qwen3_next", {128, 4, 2, 32, 2, 4, 32, 8, 2, 64, 64, 192})},
   };
   return all;
 }
@@ -158,18 +232,83 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 // Projections read unit-variance inputs (every sub-block starts with an RMSNorm), so std 1/sqrt(fan_in)
-// keeps their outputs at unit variance. The two projections that write into the residual stream
-// (o_proj, down_proj) get a further 1/sqrt(2 * layers): the 2 * layers sub-blocks then add at most
-// about unit variance in total, so the residual stays bounded at any depth. Embeddings use
-// transformers' initializer_range, which with a tied lm_head gives logits of about unit variance.
-Init init_for(const TensorDecl& t, int64_t layers) {
+// keeps their outputs at unit variance. The projections that write into the residual stream (o_proj,
+// down_proj, a linear-attention layer's out_proj) get a further 1/sqrt(2 * layers): the 2 * layers
+// sub-blocks then add at most about unit variance in total, so the residual stays bounded at any
+// depth. Embeddings use transformers' initializer_range, which with a tied lm_head gives logits of
+// about unit variance. Hybrid models: zero-centred norms store 0 (a gain of 1), the gated norm 1,
+// A_log 0 and dt_bias 1 (decays of about e^-1.3 per token), the depthwise conv 1/sqrt(K).
+Init init_for(const TensorDecl& t, int64_t layers, bool zero_centered_norms) {
   const std::string& n = t.name;
-  if (ends_with(n, "norm.weight")) return {true, 1.0f, 0};
+  if (ends_with(n, "linear_attn.norm.weight")) return {true, 1.0f, 0};
+  if (ends_with(n, "norm.weight")) return {true, zero_centered_norms ? 0.0f : 1.0f, 0};
+  if (ends_with(n, ".A_log")) return {true, 0.0f, 0};
+  if (ends_with(n, ".dt_bias")) return {true, 1.0f, 0};
   if (n == "model.embed_tokens.weight") return {false, 0, 0.02f};
-  const double fan_in = static_cast<double>(t.shape.ndim == 2 ? t.shape.dims[1] : 1);
+  if (ends_with(n, "conv1d.weight")) return {false, 0, static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.shape[-1])))};
+  const double fan_in = static_cast<double>(t.shape.ndim >= 2 ? t.shape[-1] : 1);
   double std = 1.0 / std::sqrt(fan_in);
-  if (ends_with(n, "o_proj.weight") || ends_with(n, "down_proj.weight")) std /= std::sqrt(2.0 * static_cast<double>(layers));
+  if (ends_with(n, "o_proj.weight") || ends_with(n, "down_proj.weight") || ends_with(n, "experts.down_proj") ||
+      ends_with(n, "out_proj.weight"))
+    std /= std::sqrt(2.0 * static_cast<double>(layers));
   return {false, 0, static_cast<float>(std)};
+}
+
+// A hybrid decoder's tensors as its hub checkpoints name and shape them: Qwen3-Next with grouped
+// in_proj_qkvz / in_proj_ba and per-expert tensors, Qwen3.5 with flat projections and fused experts.
+void add_hybrid_layer(const ModelConfig& c, int64_t l, const std::function<void(std::string, Shape)>& add) {
+  const int64_t h = c.hidden_size, hd = c.head_dim;
+  const LinearAttentionConfig& lin = c.linear;
+  const std::string p = "model.layers." + std::to_string(l);
+  add(p + ".input_layernorm.weight", {h});
+  add(p + ".post_attention_layernorm.weight", {h});
+  if (c.is_linear_attention(l)) {
+    const std::string a = p + ".linear_attn";
+    if (c.grouped_qkvz) {
+      add(a + ".in_proj_qkvz.weight", {lin.conv_dim() + lin.value_dim(), h});
+      add(a + ".in_proj_ba.weight", {2 * lin.num_value_heads, h});
+    } else {
+      add(a + ".in_proj_qkv.weight", {lin.conv_dim(), h});
+      add(a + ".in_proj_z.weight", {lin.value_dim(), h});
+      add(a + ".in_proj_b.weight", {lin.num_value_heads, h});
+      add(a + ".in_proj_a.weight", {lin.num_value_heads, h});
+    }
+    add(a + ".conv1d.weight", {lin.conv_dim(), 1, lin.conv_kernel});
+    add(a + ".dt_bias", {lin.num_value_heads});
+    add(a + ".A_log", {lin.num_value_heads});
+    add(a + ".norm.weight", {lin.value_head_dim});
+    add(a + ".out_proj.weight", {h, lin.value_dim()});
+  } else {
+    add(p + ".self_attn.q_proj.weight", {2 * c.num_attention_heads * hd, h});
+    add(p + ".self_attn.k_proj.weight", {c.num_key_value_heads * hd, h});
+    add(p + ".self_attn.v_proj.weight", {c.num_key_value_heads * hd, h});
+    add(p + ".self_attn.o_proj.weight", {h, c.num_attention_heads * hd});
+    add(p + ".self_attn.q_norm.weight", {hd});
+    add(p + ".self_attn.k_norm.weight", {hd});
+  }
+  if (!c.is_moe_layer(l)) {
+    add(p + ".mlp.gate_proj.weight", {c.intermediate_size, h});
+    add(p + ".mlp.up_proj.weight", {c.intermediate_size, h});
+    add(p + ".mlp.down_proj.weight", {h, c.intermediate_size});
+    return;
+  }
+  const int64_t inter = c.moe_intermediate_size, shared = c.shared_expert_intermediate_size;
+  add(p + ".mlp.gate.weight", {c.num_experts, h});
+  if (c.grouped_qkvz) {  // Qwen3-Next's hub checkpoints list every expert
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string ep = p + ".mlp.experts." + std::to_string(e);
+      add(ep + ".gate_proj.weight", {inter, h});
+      add(ep + ".up_proj.weight", {inter, h});
+      add(ep + ".down_proj.weight", {h, inter});
+    }
+  } else {
+    add(p + ".mlp.experts.gate_up_proj", {c.num_experts, 2 * inter, h});
+    add(p + ".mlp.experts.down_proj", {c.num_experts, h, inter});
+  }
+  add(p + ".mlp.shared_expert.gate_proj.weight", {shared, h});
+  add(p + ".mlp.shared_expert.up_proj.weight", {shared, h});
+  add(p + ".mlp.shared_expert.down_proj.weight", {h, shared});
+  add(p + ".mlp.shared_expert_gate.weight", {1, h});
 }
 
 std::vector<TensorDecl> model_tensors(const ModelConfig& c, DType dt) {
@@ -179,6 +318,10 @@ std::vector<TensorDecl> model_tensors(const ModelConfig& c, DType dt) {
   add("model.embed_tokens.weight", {c.vocab_size, h});
   add("model.norm.weight", {h});
   if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
+  if (c.is_hybrid()) {
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) add_hybrid_layer(c, l, add);
+    return out;
+  }
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l);
     add(p + ".input_layernorm.weight", {h});
@@ -327,7 +470,9 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   const int64_t layers = config.num_hidden_layers;
   const ShardedWriteResult written =
       write_sharded_safetensors(o.out_dir, std::move(tensors), o.max_shard_bytes,
-                                [&](const TensorDecl& t, SafetensorsWriter& w) { gen_weights.fill(t, init_for(t, layers), w); });
+                                [&](const TensorDecl& t, SafetensorsWriter& w) {
+                                  gen_weights.fill(t, init_for(t, layers, config.zero_centered_norms), w);
+                                });
   result.weight_files = written.files;
   result.weight_bytes = written.total_bytes;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -546,6 +546,14 @@ struct OpenAIServer::Impl {
     const double blocks = static_cast<double>(st.blocks_used + st.blocks_free);
     metric("opchain_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use.",
            blocks > 0 ? static_cast<double>(st.blocks_used) / blocks : 0.0);
+    metric("opchain_kv_cache_bytes", "gauge", "Bytes the cache holds: KV blocks and linear-attention state slots.",
+           static_cast<double>(st.kv_cache_bytes));
+    metric("opchain_state_bytes", "gauge", "Bytes of the linear-attention state pool (hybrid models; 0 otherwise).",
+           static_cast<double>(st.state_bytes));
+    metric("opchain_state_slots_used", "gauge", "Linear-attention state slots held by sequences (hybrid models).",
+           static_cast<double>(st.state_slots_used));
+    metric("opchain_state_slots_total", "gauge", "Linear-attention state slots, one per sequence that can run at once.",
+           static_cast<double>(st.state_slots_total));
     metric("opchain_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.", static_cast<double>(st.preemptions));
     metric("opchain_engine_steps_total", "counter", "Engine steps run.", static_cast<double>(st.steps));
     metric("opchain_engine_last_step_seconds", "gauge", "Duration of the latest engine step.", st.last_step_ms / 1000.0);

@@ -42,7 +42,7 @@ std::vector<float> logits_of(const std::string& dir, const std::vector<int32_t>&
   std::vector<int32_t> blocks;
   EXPECT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
   ModelRunner runner(*m.model, m.device, cache);
-  SequenceStep step{ids, 0, blocks, true};
+  SequenceStep step{ids, 0, blocks, true, cache.state_slots().allocate()};
   Tensor logits = runner.forward({&step, 1});
   return {logits.data<float>(), logits.data<float>() + logits.numel()};
 }
@@ -83,6 +83,65 @@ TEST(RandomModel, PresetConfigsMatchTheRealCheckpoints) {
   EXPECT_TRUE(j["rope_scaling"].is_null());
 
   EXPECT_THROW(random_model_config_json("qwen9", 1, DType::BF16), InvalidArgumentError);
+}
+
+// The hybrid presets carry the hub configs' shapes (Qwen3.5-35B-A3B, Qwen3-Next-80B-A3B, Qwen3.5-9B).
+TEST(RandomModel, HybridPresetsHaveTheRealShapes) {
+  using LK = LayerKind;
+  const ModelConfig a = parse_model_config(random_model_config_json("qwen3.5-35b-a3b", 4, DType::BF16), "p");
+  EXPECT_EQ(a.architecture, "Qwen3_5MoeForCausalLM");
+  EXPECT_EQ(a.layer_types, (std::vector<LK>{LK::LinearAttention, LK::LinearAttention, LK::LinearAttention, LK::FullAttention}));
+  EXPECT_EQ(a.hidden_size, 2048);
+  EXPECT_EQ(a.num_experts, 256);
+  EXPECT_EQ(a.num_experts_per_tok, 8);
+  EXPECT_EQ(a.vocab_size, 248320);
+  EXPECT_EQ(a.rotary_dim, 64);
+  EXPECT_EQ(a.linear.conv_dim(), 8192);
+  const ModelConfig n = parse_model_config(random_model_config_json("qwen3-next-80b-a3b", 0, DType::BF16), "p");
+  EXPECT_EQ(n.num_hidden_layers, 48);
+  EXPECT_EQ(n.num_experts, 512);
+  EXPECT_EQ(n.num_experts_per_tok, 10);
+  EXPECT_TRUE(n.grouped_qkvz);
+  EXPECT_EQ(n.num_full_attention_layers(), 12);
+  const ModelConfig d = parse_model_config(random_model_config_json("qwen3.5-9b", 0, DType::BF16), "p");
+  EXPECT_EQ(d.architecture, "Qwen3_5ForCausalLM");
+  EXPECT_EQ(d.intermediate_size, 12288);
+  EXPECT_EQ(d.num_experts, 0);
+}
+
+// The writer names and shapes hybrid tensors as the hub checkpoints do (Qwen3-Next: grouped
+// projections, per-expert tensors; Qwen3.5: flat projections, fused experts), the loader reads them,
+// and the reference and cpu vendors agree on the result.
+TEST(RandomModel, HybridPresetsWriteLoadAndRun) {
+  for (const char* preset : {"tiny-qwen3.5-moe", "tiny-qwen3-next"}) {
+    SCOPED_TRACE(preset);
+    TempDir dir(std::string("rm-") + preset);
+    RandomModelOptions o;
+    o.preset = preset;
+    o.seed = 3;
+    o.vocab_size = 512;
+    o.dtype = DType::F32;
+    o.out_dir = dir.str();
+    write_random_model(o);
+    const std::vector<int32_t> ids = {1, 500, 17, 3, 3, 42, 99, 7, 260, 11};
+    const auto cpu = logits_of(dir.str(), ids);
+    LoadedModel m = load_model(dir.str(), "reference");
+    KvCache cache(m.config, 2, 16);
+    std::vector<int32_t> blocks;
+    ASSERT_TRUE(cache.allocator().allocate(1, blocks));
+    ModelRunner runner(*m.model, m.device, cache);
+    SequenceStep step{ids, 0, blocks, true, 0};
+    Tensor ref = runner.forward({&step, 1});
+    ASSERT_EQ(static_cast<int64_t>(cpu.size()), ref.numel());
+    float diff = 0, absmax = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      ASSERT_TRUE(std::isfinite(cpu[static_cast<size_t>(i)]));
+      diff = std::max(diff, std::fabs(cpu[static_cast<size_t>(i)] - ref.data<float>()[i]));
+      absmax = std::max(absmax, std::fabs(ref.data<float>()[i]));
+    }
+    EXPECT_LE(diff, 1e-3f);
+    EXPECT_GT(absmax, 0.01f);  // not all zero
+  }
 }
 
 TEST(RandomModel, ShardedAndSingleFileGiveIdenticalLogits) {
