@@ -7,7 +7,7 @@
 //
 // Note [State memory]: a sequence of a hybrid model holds one state slot from admission to finish,
 // whatever its length: per linear layer (K-1) * conv_dim + nv * dk * dv floats. For Qwen3.5-35B-A3B
-// that is 30 layers x 2.1 MB = 63 MB, so the number of slots, not the KV blocks, bounds how many
+// that is 30 layers x 2.2 MB = 66 MB, so the number of slots, not the KV blocks, bounds how many
 // sequences run at once; the engine sizes both from one byte budget (EngineConfig::kv_cache_bytes).
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
-// Config semantics of the hybrid decoders as transformers 5.x has them (../shared facts in
-// docs/hybrid-models.md): Qwen3-Next, and Qwen3.5 dense and MoE in the text and the hub layout. Their
+// Config semantics of the hybrid decoders as transformers 5.x has them (docs/hybrid-models.md):
+// Qwen3-Next, and Qwen3.5 dense and MoE in the text and the hub layout. Their
 // defaults differ from Qwen3-MoE's: head_dim 256 (not hidden / heads), partial rotary 0.25, a full
 // attention layer every 4th layer, norm_topk_prob true.
 #include <algorithm>
