@@ -61,8 +61,12 @@ TEST(CpuVendor, F16ConversionIsExactForEveryValue) {
 // Each SIMD path the CPU has, on the cases of the ops that use it, against reference.
 TEST(CpuVendor, EverySimdPathMatchesReference) {
   EnvGuard guard;
-  const OpType ops[] = {OpType::Linear, OpType::GroupedMatmul, OpType::FusedMoe, OpType::RmsNorm, OpType::AddRmsNorm,
-                        OpType::PrefillAttention, OpType::PagedPrefillAttention, OpType::PagedDecodeAttention};
+  const OpType ops[] = {OpType::Linear,         OpType::GroupedMatmul,       OpType::FusedMoe,
+                        OpType::RmsNorm,        OpType::AddRmsNorm,          OpType::PrefillAttention,
+                        OpType::PagedPrefillAttention, OpType::PagedDecodeAttention, OpType::SiluAndMul,
+                        OpType::Swiglu,         OpType::ZeroCenteredRmsNorm, OpType::L2Norm,
+                        OpType::CausalConv1d,   OpType::GatedDeltaRule,      OpType::GatedRmsNorm,
+                        OpType::SigmoidGateMul};
   for (cpu::Isa isa : supported_isas()) {
     ASSERT_TRUE(cpu::set_active_isa(isa));
     for (OpType op : ops) {

@@ -1,4 +1,5 @@
 #include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/simd.h"
 
 namespace opchain::cpu {
 
@@ -35,7 +36,7 @@ void conv_block(const CausalConv1dArgs& a, const float* wt, int64_t c0, int64_t 
         if (!u) continue;  // a zero input adds nothing
         for (int64_t ch = 0; ch < width; ++ch) acc[ch] += w[ch] * u[ch];
       }
-      for (int64_t ch = 0; ch < width; ++ch) out[i * c + c0 + ch] = silu(acc[ch]);
+      simd().silu_mul(acc, nullptr, out + i * c + c0, width);
     }
     // Oldest first: row j takes position len - hist + j, which is an older state row (hist + p > j)
     // not yet overwritten, or a new input.

@@ -161,9 +161,7 @@ inline bool moe_row_active(const MoeMetadata* meta, int64_t t) {
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// out[c] = silu(in[c]) * in[i + c]: the row step of silu_and_mul and swiglu.
-inline void silu_mul_row(const float* in, int64_t i, float* out) {
-  for (int64_t c = 0; c < i; ++c) out[c] = silu(in[c]) * in[i + c];
-}
+// out[c] = silu(in[c]) * in[i + c]: the row step of silu_and_mul and swiglu (SimdKernels::silu_mul).
+void silu_mul_row(const float* in, int64_t i, float* out);
 
 }  // namespace opchain::cpu

@@ -20,53 +20,62 @@ struct Dims {
 // Per-thread scratch of one work item, grown once and reused (Note [cpu kernels]: no allocation
 // once warm).
 struct Scratch {
-  std::vector<float> s, u, q, k, kt, v, cum, kk, qk, d, coef;
-  std::vector<const float*> rows_s, rows_d;
+  std::vector<float> s, q, k, kk, qk, ks, qs, d, dt, wkt, upd, coef;
+  std::vector<const float*> rows_d;
 };
 
-// Token by token: S *= e^g; u = S^T k; delta = beta (v - u); S += k delta^T; o = S^T (scale q).
+// Token by token (the decode form): SimdKernels::delta_rule_step on the [dk, dv] state, two passes
+// over each block of columns while it sits in L1.
 void walk(const GatedDeltaRuleArgs& a, const Dims& dm, const HeadItem& it, float* s, Scratch& sc) {
   const SimdKernels& sk = simd();
-  const int64_t dk = dm.dk, dv = dm.dv;
-  float* u = scratch(sc.u, static_cast<size_t>(dv));
-  float* q = scratch(sc.q, static_cast<size_t>(dk));
-  const float** rows = scratch(sc.rows_s, static_cast<size_t>(dk));
-  for (int64_t r = 0; r < dk; ++r) rows[r] = s + r * dv;
+  float* q = scratch(sc.q, static_cast<size_t>(dm.dk));
   for (int64_t i = 0; i < it.len; ++i) {
     const int64_t t = it.start + i;
     const float* row = a.qkv.data<float>() + t * dm.width;
-    const float *qi = row + it.kh * dk, *ki = row + (dm.nk + it.kh) * dk, *vi = row + 2 * dm.nk * dk + it.h * dv;
-    const float beta = a.beta.data<float>()[t * dm.nv + it.h];
-    sk.scale(s, std::exp(a.g.data<float>()[t * dm.nv + it.h]), dk * dv);
-    std::fill(u, u + dv, 0.0f);
-    sk.axpy_multi(u, ki, rows, dk, dv);
-    for (int64_t c = 0; c < dv; ++c) u[c] = (vi[c] - u[c]) * beta;  // now delta
-    const float* delta = u;
-    for (int64_t r = 0; r < dk; ++r) sk.axpy_multi(s + r * dv, ki + r, &delta, 1, dv);
-    for (int64_t r = 0; r < dk; ++r) q[r] = qi[r] * dm.scale;
-    float* o = a.out.data<float>() + (t * dm.nv + it.h) * dv;
-    std::fill(o, o + dv, 0.0f);
-    sk.axpy_multi(o, q, rows, dk, dv);
+    const float* qi = row + it.kh * dm.dk;
+    for (int64_t r = 0; r < dm.dk; ++r) q[r] = qi[r] * dm.scale;
+    sk.delta_rule_step(s, dm.dk, dm.dv, row + (dm.nk + it.kh) * dm.dk, row + 2 * dm.nk * dm.dk + it.h * dm.dv, q,
+                       std::exp(a.g.data<float>()[t * dm.nv + it.h]), a.beta.data<float>()[t * dm.nv + it.h],
+                       a.out.data<float>() + (t * dm.nv + it.h) * dm.dv);
   }
 }
 
-// Blocks of kDeltaRuleChunk tokens (the reference's chunked() states the algebra): the chunk's
-// products K K^T and Q K^T, then forward substitution for the writes d, the outputs and the new state,
-// each as fixed-order multi-axpys over rows of dv.
-void chunked(const GatedDeltaRuleArgs& a, const Dims& dm, const HeadItem& it, float* s, Scratch& sc) {
+// out[r, c] = x[r] . w[c] over k, through the f32 GEMM tile (register-blocked, fixed reduction order).
+void small_gemm(const SimdKernels& sk, const float* x, int64_t ldx, const float* w, int64_t ldw, int64_t rows, int64_t cols,
+                int64_t k, float* out, int64_t ldo) {
+  GemmTile t;
+  t.x = x;
+  t.ldx = ldx;
+  t.w = w;
+  t.ldw = ldw;
+  t.out = out;
+  t.ldo = ldo;
+  t.rows = rows;
+  t.cols = cols;
+  t.k = k;
+  sk.gemm_f32(t);
+}
+
+// Blocks of kDeltaRuleChunk tokens (the reference's chunked() states the algebra). The state is held
+// transposed, S^T [dv, dk], so that every product of the chunk is a GEMM tile: K K^T and Q K^T (the
+// chunk's mixing), K S0 and Q S0 (what the incoming state predicts and returns), and the state update
+// D^T (w K); the forward substitution for the writes d and the outputs are multi-axpys over rows of dv.
+void chunked(const GatedDeltaRuleArgs& a, const Dims& dm, const HeadItem& it, float* st, Scratch& sc) {
   const SimdKernels& sk = simd();
   const int64_t dk = dm.dk, dv = dm.dv, C = kDeltaRuleChunk;
   float* q = scratch(sc.q, static_cast<size_t>(C * dk));
   float* k = scratch(sc.k, static_cast<size_t>(C * dk));
-  float* kt = scratch(sc.kt, static_cast<size_t>(dk * C));
-  float* cum = scratch(sc.cum, static_cast<size_t>(C));
   float* kk = scratch(sc.kk, static_cast<size_t>(C * C));
   float* qk = scratch(sc.qk, static_cast<size_t>(C * C));
+  float* ks = scratch(sc.ks, static_cast<size_t>(C * dv));
+  float* qs = scratch(sc.qs, static_cast<size_t>(C * dv));
   float* d = scratch(sc.d, static_cast<size_t>(C * dv));
-  float* coef = scratch(sc.coef, static_cast<size_t>(C + dk));
-  const float** rows_s = scratch(sc.rows_s, static_cast<size_t>(dk));
+  float* dt = scratch(sc.dt, static_cast<size_t>(dv * C));
+  float* wkt = scratch(sc.wkt, static_cast<size_t>(dk * C));
+  float* upd = scratch(sc.upd, static_cast<size_t>(dv * dk));
+  float* coef = scratch(sc.coef, static_cast<size_t>(2 * C));
+  float* cum = coef + C;
   const float** rows_d = scratch(sc.rows_d, static_cast<size_t>(C));
-  for (int64_t r = 0; r < dk; ++r) rows_s[r] = s + r * dv;
   for (int64_t j = 0; j < C; ++j) rows_d[j] = d + j * dv;
   for (int64_t c0 = 0; c0 < it.len; c0 += C) {
     const int64_t n = std::min(C, it.len - c0);
@@ -78,20 +87,17 @@ void chunked(const GatedDeltaRuleArgs& a, const Dims& dm, const HeadItem& it, fl
       std::copy(row + (dm.nk + it.kh) * dk, row + (dm.nk + it.kh + 1) * dk, k + i * dk);
       cum[i] = g_acc += a.g.data<float>()[t * dm.nv + it.h];
     }
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j <= i; ++j) {
-        kk[i * C + j] = sk.dot(k + i * dk, k + j * dk, dk);
-        qk[i * C + j] = sk.dot(q + i * dk, k + j * dk, dk);
-      }
+    small_gemm(sk, k, dk, k, dk, n, n, dk, kk, C);
+    small_gemm(sk, q, dk, k, dk, n, n, dk, qk, C);
+    small_gemm(sk, k, dk, st, dk, n, dv, dk, ks, dv);
+    small_gemm(sk, q, dk, st, dk, n, dv, dk, qs, dv);
     // d_i = beta_i (v_i - e^G_i S0^T k_i) - sum_{j<i} beta_i e^(G_i-G_j) (k_i.k_j) d_j
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = it.start + c0 + i;
       const float beta = a.beta.data<float>()[t * dm.nv + it.h], e = std::exp(cum[i]);
       const float* v = a.qkv.data<float>() + t * dm.width + 2 * dm.nk * dk + it.h * dv;
       float* di = d + i * dv;
-      std::fill(di, di + dv, 0.0f);
-      sk.axpy_multi(di, k + i * dk, rows_s, dk, dv);  // S0^T k_i
-      for (int64_t c = 0; c < dv; ++c) di[c] = beta * (v[c] - e * di[c]);
+      for (int64_t c = 0; c < dv; ++c) di[c] = beta * (v[c] - e * ks[i * dv + c]);
       for (int64_t j = 0; j < i; ++j) coef[j] = -(beta * std::exp(cum[i] - cum[j]) * kk[i * C + j]);
       sk.axpy_multi(di, coef, rows_d, i, dv);
     }
@@ -99,20 +105,21 @@ void chunked(const GatedDeltaRuleArgs& a, const Dims& dm, const HeadItem& it, fl
     for (int64_t i = 0; i < n; ++i) {
       const int64_t t = it.start + c0 + i;
       float* o = a.out.data<float>() + (t * dm.nv + it.h) * dv;
-      std::fill(o, o + dv, 0.0f);
-      sk.axpy_multi(o, q + i * dk, rows_s, dk, dv);
-      sk.scale(o, std::exp(cum[i]), dv);
+      const float e = std::exp(cum[i]);
+      for (int64_t c = 0; c < dv; ++c) o[c] = e * qs[i * dv + c];
       for (int64_t j = 0; j <= i; ++j) coef[j] = std::exp(cum[i] - cum[j]) * qk[i * C + j];
       sk.axpy_multi(o, coef, rows_d, i + 1, dv);
     }
-    // S = e^G_last S0 + sum_j e^(G_last-G_j) k_j d_j^T, row r of S taking coefficients w_j k_j[r].
+    // S^T = e^G_last S0^T + D^T (w K), w_j = e^(G_last - G_j): one tile over the chunk's n tokens.
     const float last = cum[n - 1];
     for (int64_t j = 0; j < n; ++j) {
       const float w = std::exp(last - cum[j]);
-      for (int64_t r = 0; r < dk; ++r) kt[r * C + j] = w * k[j * dk + r];
+      for (int64_t r = 0; r < dk; ++r) wkt[r * C + j] = w * k[j * dk + r];
+      for (int64_t c = 0; c < dv; ++c) dt[c * C + j] = d[j * dv + c];
     }
-    sk.scale(s, std::exp(last), dk * dv);
-    for (int64_t r = 0; r < dk; ++r) sk.axpy_multi(s + r * dv, kt + r * C, rows_d, n, dv);
+    small_gemm(sk, dt, C, wkt, C, dv, dk, n, upd, dk);
+    const float e_last = std::exp(last);
+    for (int64_t i = 0; i < dv * dk; ++i) st[i] = e_last * st[i] + upd[i];
   }
 }
 
@@ -146,12 +153,18 @@ static void gated_delta_rule(const GatedDeltaRuleArgs& a) {
       return;
     }
     thread_local Scratch sc;
-    float* s = scratch(sc.s, static_cast<size_t>(dm.dk * dm.dv));
-    if (it.has_past) std::copy(it.slot_state, it.slot_state + dm.dk * dm.dv, s);
-    else std::fill(s, s + dm.dk * dm.dv, 0.0f);
-    if (a.form == DeltaRuleForm::Chunked && it.len > 1) chunked(a, dm, it, s, sc);
-    else walk(a, dm, it, s, sc);
-    std::copy(s, s + dm.dk * dm.dv, it.slot_state);
+    const int64_t dk = dm.dk, dv = dm.dv;
+    if (a.form == DeltaRuleForm::Recurrent || it.len == 1) {  // the slot's [dk, dv] state, in place
+      if (!it.has_past) std::fill(it.slot_state, it.slot_state + dk * dv, 0.0f);
+      walk(a, dm, it, it.slot_state, sc);
+      return;
+    }
+    float* st = scratch(sc.s, static_cast<size_t>(dk * dv));  // S^T
+    for (int64_t r = 0; r < dk; ++r)
+      for (int64_t c = 0; c < dv; ++c) st[c * dk + r] = it.has_past ? it.slot_state[r * dv + c] : 0.0f;
+    chunked(a, dm, it, st, sc);
+    for (int64_t r = 0; r < dk; ++r)
+      for (int64_t c = 0; c < dv; ++c) it.slot_state[r * dv + c] = st[c * dk + r];
   });
 }
 

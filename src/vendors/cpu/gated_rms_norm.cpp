@@ -15,7 +15,10 @@ static void gated_rms_norm(const GatedRmsNormArgs& a) {
       const float* z = a.z.data<float>() + r * d;
       float* out = a.out.data<float>() + r * d;
       const float inv = 1.0f / std::sqrt(sk.dot(x, x, d) / static_cast<float>(d) + a.eps);
-      for (int64_t c = 0; c < d; ++c) out[c] = w[c] * (x[c] * inv) * silu(z[c]);
+      thread_local std::vector<float> gate_buf;
+      float* gate = scratch(gate_buf, static_cast<size_t>(d));
+      sk.silu_mul(z, nullptr, gate, d);
+      for (int64_t c = 0; c < d; ++c) out[c] = w[c] * (x[c] * inv) * gate[c];
     }
   });
 }

@@ -1,6 +1,9 @@
 #include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/simd.h"
 
 namespace opchain::cpu {
+
+void silu_mul_row(const float* in, int64_t i, float* out) { simd().silu_mul(in, in + i, out, i); }
 
 // out = silu(x[:, :i]) * x[:, i:]
 static void silu_and_mul(const SiluAndMulArgs& a) {

@@ -43,6 +43,14 @@ struct SimdKernels {
   // y[r] += sum_j a[r * lda + j] * x[j] for r < rows: axpy_multi (same bits) on rows sharing x.
   void (*axpy_rows)(float* const* y, int64_t rows, const float* a, int64_t lda, const float* const* x, int64_t n,
                     int64_t len);
+  // out[i] = silu(x[i]) * y[i] (y null: silu(x[i])), exp within 2 ulp; out may alias x or y.
+  void (*silu_mul)(const float* x, const float* y, float* out, int64_t n);
+  // out[i] = x[i] * sigmoid(g[i]); out may alias x.
+  void (*sigmoid_mul)(const float* g, const float* x, float* out, int64_t n);
+  // One token of the gated delta rule on a row-major [dk, dv] state (cpu gated_delta_rule's walk):
+  // S *= decay; delta = beta (v - S^T k); S += k delta^T; o = S^T q.
+  void (*delta_rule_step)(float* s, int64_t dk, int64_t dv, const float* k, const float* v, const float* q, float decay,
+                          float beta, float* o);
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
