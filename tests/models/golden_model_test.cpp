@@ -15,13 +15,8 @@
 namespace opchain {
 namespace {
 
-std::vector<int32_t> read_ids(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<int32_t> ids;
-  std::string tok;
-  while (std::getline(in, tok, ',')) ids.push_back(static_cast<int32_t>(std::stol(tok)));
-  return ids;
-}
+using test::max_abs_diff;
+using test::read_ids;
 
 struct Case {
   std::string model, vendor;
@@ -35,12 +30,6 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 }
 
 class GoldenModel : public testing::TestWithParam<Case> {};
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
 
 void check_prefill(const Case& c, const std::string& ids_file, const std::string& ref_file) {
   const std::string dir = test::model_dir(c.model);

@@ -17,19 +17,8 @@
 namespace opchain {
 namespace {
 
-std::vector<int32_t> read_ids(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<int32_t> ids;
-  std::string tok;
-  while (std::getline(in, tok, ',')) ids.push_back(static_cast<int32_t>(std::stol(tok)));
-  return ids;
-}
-
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+using test::max_abs_diff;
+using test::read_ids;
 
 const std::vector<std::string> kHybridModels = {"tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5-moe-vl", "tiny-qwen3_5"};
 

@@ -19,6 +19,9 @@
 namespace opchain::harness {
 namespace {
 
+using test::max_abs_diff;
+using test::read_ids;
+
 // Restores the pool size and the SIMD path a test changed.
 struct RestoreCpu {
   cpu::Isa isa = cpu::active_isa();
@@ -152,14 +155,6 @@ TEST(CpuBf16Dot, AutoPrecisionFollowsTheCheckpoint) {
   LoadedModel m = load_model(test::model_dir("tiny-qwen3-moe"), kCpuVendor, {}, PrecisionChoice::Auto);
   EXPECT_EQ(m.device.matmul_precision, MatmulPrecision::Bf16);  // a bf16 checkpoint
   EXPECT_EQ(load_model(test::model_dir("tiny-qwen3-moe"), kCpuVendor).device.matmul_precision, MatmulPrecision::F32);
-}
-
-std::vector<int32_t> read_ids(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<int32_t> ids;
-  std::string tok;
-  while (std::getline(in, tok, ',')) ids.push_back(static_cast<int32_t>(std::stol(tok)));
-  return ids;
 }
 
 // Prefill of ids.txt at bf16 precision, on both vendors, against ref_logits_bf16.npy (a transformers
