@@ -4,6 +4,7 @@
 // and a clear error for a step without a state slot.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -87,18 +88,21 @@ TEST_P(HybridModel, AReusedSlotStartsFresh) {
   EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data(), logits.numel()), 1e-3f);
 }
 
-// In bf16 precision the vendors differ only by summation order before bf16 rounding: where the
-// reference's top token leads by a clear margin, both pick it.
-TEST_P(HybridModel, Bf16VendorsAgreeOnClearArgmax) {
-  const Case& c = GetParam();
-  if (c.vendor != "cpu") GTEST_SKIP() << "compares cpu against reference";
-  const std::string dir = test::model_dir(c.model);
-  const auto ids = read_ids(dir + "/ids_long.txt");
+// In bf16 precision the vendors differ only by summation order before the bf16 rounding of matmul
+// inputs. Over the 16-token prompt that moves logits by a few 1e-2 at most (a defect moves them by
+// units), and wherever the reference's top token leads by a clear margin both pick it. Over long
+// prompts a single routing flip changes every later token's state, so bf16 runs of these random
+// models diverge chaotically (docs/hybrid-models.md, Precision): they are compared at 16 tokens.
+class HybridBf16 : public testing::TestWithParam<std::string> {};
+
+TEST_P(HybridBf16, CpuAgreesWithReferenceOnTheGoldenPrompt) {
+  const std::string dir = test::model_dir(GetParam());
+  const auto ids = read_ids(dir + "/ids.txt");
   auto run = [&](const std::string& vendor) {
     LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
-    KvCache cache(m.config, 1 + static_cast<int64_t>(ids.size() + 15) / 16, 16);
+    KvCache cache(m.config, 2, 16);
     std::vector<int32_t> blocks;
-    cache.allocator().allocate(cache.blocks_for(static_cast<int64_t>(ids.size())), blocks);
+    cache.allocator().allocate(1, blocks);
     ModelRunner runner(*m.model, m.device, cache);
     SequenceStep s{ids, 0, blocks, true, cache.state_slots().allocate()};
     Tensor t = runner.forward({&s, 1});
@@ -106,23 +110,20 @@ TEST_P(HybridModel, Bf16VendorsAgreeOnClearArgmax) {
   };
   const auto cpu = run("cpu"), ref = run("reference");
   const int64_t vocab = static_cast<int64_t>(cpu.size() / ids.size());
+  EXPECT_LE(max_abs_diff(cpu.data(), ref.data(), static_cast<int64_t>(cpu.size())), 0.1f);
   int clear = 0;
   for (size_t t = 0; t < ids.size(); ++t) {
     const float* r = ref.data() + t * vocab;
     const float* g = cpu.data() + t * vocab;
-    int64_t best = 0, second = -1;
-    for (int64_t v = 1; v < vocab; ++v)
-      if (r[v] > r[best]) best = v;
+    const int64_t best = std::max_element(r, r + vocab) - r;
+    float second = -INFINITY;
     for (int64_t v = 0; v < vocab; ++v)
-      if (v != best && (second < 0 || r[v] > r[second])) second = v;
-    if (r[best] - r[second] < 0.25f) continue;
+      if (v != best) second = std::max(second, r[v]);
+    if (r[best] - second < 0.1f) continue;
     ++clear;
-    int64_t got = 0;
-    for (int64_t v = 1; v < vocab; ++v)
-      if (g[v] > g[got]) got = v;
-    EXPECT_EQ(got, best) << "position " << t;
+    EXPECT_EQ(std::max_element(g, g + vocab) - g, best) << "position " << t;
   }
-  EXPECT_GE(clear, 20);  // the random models' margins are small: 26 to 100+ of 160 positions clear 0.25
+  EXPECT_GE(clear, 10);
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
@@ -132,7 +133,15 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
   return s;
 }
 
+std::string model_name(const testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (auto& ch : s)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(HybridModels, HybridModel, testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(HybridModels, HybridBf16, testing::ValuesIn(kHybridModels), model_name);
 
 // ---- through the engine ------------------------------------------------------------------------
 
@@ -227,12 +236,7 @@ TEST_P(HybridEngine, StateMemoryIsCountedInTheBudget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HybridModels, HybridEngine, testing::Values("tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           for (auto& ch : s)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
-                         });
+                         model_name);
 
 TEST(HybridRunner, AStepWithoutAStateSlotIsAClearError) {
   LoadedModel m = load_model(test::model_dir("tiny-qwen3_5-moe"), "cpu");

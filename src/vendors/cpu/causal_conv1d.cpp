@@ -1,3 +1,4 @@
+#include "core/error.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/simd.h"
 
@@ -5,14 +6,18 @@ namespace opchain::cpu {
 
 namespace {
 
-constexpr int64_t kChannelBlock = 64;  // channels one work item convolves, over every sequence
+constexpr int64_t kChannelBlock = 256;  // channels one work item convolves, over every sequence
+constexpr int64_t kMaxTaps = 16;
 
-// One block of channels [c0, c1) of every sequence: out = silu(conv), then the state update. Each
-// output is sum_j w[ch, j] * u_j in j order, as the reference sums it.
+// One block of channels [c0, c1) of every sequence: out = silu(conv) row by row, then the state
+// update. Each output sums w[ch, j] * u_j over j in order (SimdKernels::conv_silu_row).
 void conv_block(const CausalConv1dArgs& a, const float* wt, int64_t c0, int64_t c1) {
+  const SimdKernels& sk = simd();
   const AttnMetadata& m = *a.meta;
   const int64_t c = a.weight.size(0), kw = a.weight.size(1), hist = kw - 1, width = c1 - c0;
-  float acc[kChannelBlock];
+  const float* taps_w[kMaxTaps];
+  const float* taps_u[kMaxTaps];
+  for (int64_t j = 0; j < kw; ++j) taps_w[j] = wt + j * c + c0;
   for (int64_t b = 0; b < m.batch_size; ++b) {
     const int64_t start = m.q_start_loc.data<int32_t>()[b], len = m.q_seqlens.data<int32_t>()[b];
     const bool has_past = m.kv_seqlens.data<int32_t>()[b] > len;
@@ -29,14 +34,8 @@ void conv_block(const CausalConv1dArgs& a, const float* wt, int64_t c0, int64_t 
       return has_past ? state + (hist + p) * c + c0 : nullptr;
     };
     for (int64_t i = 0; i < len; ++i) {
-      std::fill(acc, acc + width, 0.0f);
-      for (int64_t j = 0; j < kw; ++j) {
-        const float* u = row(i - hist + j);
-        const float* w = wt + j * c + c0;
-        if (!u) continue;  // a zero input adds nothing
-        for (int64_t ch = 0; ch < width; ++ch) acc[ch] += w[ch] * u[ch];
-      }
-      simd().silu_mul(acc, nullptr, out + i * c + c0, width);
+      for (int64_t j = 0; j < kw; ++j) taps_u[j] = row(i - hist + j);
+      sk.conv_silu_row(taps_u, taps_w, kw, width, out + i * c + c0);
     }
     // Oldest first: row j takes position len - hist + j, which is an older state row (hist + p > j)
     // not yet overwritten, or a new input.
@@ -49,15 +48,38 @@ void conv_block(const CausalConv1dArgs& a, const float* wt, int64_t c0, int64_t 
   }
 }
 
+// The weight [c, K] transposed to [K, c] in f32, so a tap's channels are contiguous.
+void transpose_weight(const Tensor& w, float* wt) {
+  const int64_t c = w.size(0), kw = w.size(1);
+  switch (w.dtype()) {
+    case DType::BF16: {
+      const uint16_t* src = w.data<uint16_t>();
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t j = 0; j < kw; ++j) wt[j * c + ch] = bf16_to_f32(src[ch * kw + j]);
+      break;
+    }
+    case DType::F32: {
+      const float* src = w.data<float>();
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t j = 0; j < kw; ++j) wt[j * c + ch] = src[ch * kw + j];
+      break;
+    }
+    default:
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t j = 0; j < kw; ++j) wt[j * c + ch] = f16_to_f32_fast(w.data<uint16_t>()[ch * kw + j]);
+  }
+}
+
 }  // namespace
 
 static void causal_conv1d(const CausalConv1dArgs& a) {
   const int64_t c = a.weight.size(0), kw = a.weight.size(1);
-  // The weight transposed to [K, c] in f32, so the channel loop reads it contiguously.
+  if (kw > kMaxTaps)
+    throw InvalidArgumentError("causal_conv1d: kernel width " + std::to_string(kw) + " exceeds the cpu kernel's " +
+                               std::to_string(kMaxTaps));
   thread_local std::vector<float> wbuf;
   float* wt = scratch(wbuf, static_cast<size_t>(kw * c));
-  for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t j = 0; j < kw; ++j) wt[j * c + ch] = load_as_f32(a.weight.raw(), a.weight.dtype(), static_cast<size_t>(ch * kw + j));
+  transpose_weight(a.weight, wt);
   const int64_t blocks = (c + kChannelBlock - 1) / kChannelBlock;
   parallel_rows(blocks, a.x.size(0) * kChannelBlock * kw, [&](int64_t b, int64_t e) {
     for (int64_t blk = b; blk < e; ++blk) conv_block(a, wt, blk * kChannelBlock, std::min(c, (blk + 1) * kChannelBlock));

@@ -78,7 +78,7 @@ static inline void vkeep(vec&) {}
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -115,7 +115,7 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx2, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -156,7 +156,7 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 

@@ -51,6 +51,8 @@ struct SimdKernels {
   // S *= decay; delta = beta (v - S^T k); S += k delta^T; o = S^T q.
   void (*delta_rule_step)(float* s, int64_t dk, int64_t dv, const float* k, const float* v, const float* q, float decay,
                           float beta, float* o);
+  // out[c] = silu(sum_j w[j][c] * u[j][c]) for c < n (a null u[j] adds nothing): a causal_conv1d row.
+  void (*conv_silu_row)(const float* const* u, const float* const* w, int64_t taps, int64_t n, float* out);
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
