@@ -19,7 +19,10 @@ void EngineFlags::add_to(CLI::App* cmd) {
   add_precision_flag(cmd, precision);
   cmd->add_option("--threads", threads, "worker threads (default: all cores)");
   cmd->add_option("--block-size", block_size, "KV cache block size in tokens");
-  cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB");
+  cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB (hybrid models: KV blocks and state slots)");
+  cmd->add_option("--state-slots", state_slots,
+                  "hybrid models: sequences that hold linear-attention state at once (default: as many as fit in "
+                  "half of --kv-cache-mb, at most --max-batch)");
   cmd->add_option("--max-batch", max_batch, "most sequences in one step");
   cmd->add_option("--max-tokens-per-step", max_tokens_per_step, "token budget of one step");
   cmd->add_option("--prefill-chunk", prefill_chunk, "most prompt tokens of one sequence per step");
@@ -71,6 +74,7 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   ec.block_size = f.block_size;
   ec.kv_cache_bytes = static_cast<size_t>(f.kv_cache_mb) << 20;
   ec.max_batch = f.max_batch;
+  ec.state_slots = f.state_slots;
   ec.max_tokens_per_step = f.max_tokens_per_step;
   ec.prefill_chunk = f.prefill_chunk;
   ec.graph = !f.eager;
@@ -84,6 +88,11 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
                std::string(dtype_name(s->loaded.weights->dominant_dtype())).c_str(), static_cast<int>(c.num_hidden_layers),
                f.vendor.c_str(), std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
                s->loaded.weights->total_bytes() / 1048576.0);
+  if (const EngineStats st = s->engine->stats(); st.state_slots_total > 0)
+    std::fprintf(stderr, "linear-attention state: %lld slots x %.2f MiB (%.2f MiB), KV blocks %.1f MiB\n",
+                 static_cast<long long>(st.state_slots_total),
+                 static_cast<double>(KvCache::state_bytes_per_sequence(c)) / 1048576.0, st.state_bytes / 1048576.0,
+                 (st.kv_cache_bytes - st.state_bytes) / 1048576.0);
   return s;
 }
 

@@ -20,6 +20,7 @@ struct EngineFlags {
   int64_t block_size = 16;
   int64_t kv_cache_mb = 512;
   int64_t max_batch = 64;
+  int64_t state_slots = 0;  // hybrid models; 0: derive from kv_cache_mb (Note [State memory])
   int64_t max_tokens_per_step = 2048;
   int64_t prefill_chunk = 512;
   bool graph = false, eager = false;  // --graph (the default) / --eager: EngineConfig::graph = !eager

@@ -41,6 +41,9 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
     : model_(model), tokenizer_(tokenizer), config_(config), eos_ids_(std::move(eos_ids)) {
   if (config_.max_batch <= 0 || config_.max_tokens_per_step <= 0 || config_.prefill_chunk <= 0)
     throw InvalidArgumentError("engine limits (max_batch, max_tokens_per_step, prefill_chunk) must be positive");
+  if (config_.state_slots < 0)
+    throw InvalidArgumentError("state slots must be positive (or 0: derived from the cache budget), got " +
+                               std::to_string(config_.state_slots));
   // Hybrid models: one state slot per running sequence. Unless set, as many slots as max_batch fit
   // in half the byte budget (at least one); the KV blocks take the rest (Note [State memory]).
   const ModelConfig& mc = model.config();
