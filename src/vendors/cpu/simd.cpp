@@ -203,9 +203,12 @@ struct PackedRows {
   const uint16_t* operator()(int r, int64_t at) const { return xp + at * R + r * kPair; }
 };
 
+// pf: the next weight rows, prefetched C lines per k step; with pf_every > 1 only the steps s with
+// s % pf_every == pf_phase prefetch (their lines: the row blocks of a tile share the next group's lines
+// between them, so the prefetch runs over the whole group's time instead of bursting in its first block).
 template <int R, int C, class Rows = RowArrays>
 static inline void micro(Rows x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
-                         const char* pf = nullptr) {
+                         const char* pf = nullptr, int64_t pf_every = 1, int64_t pf_phase = 0) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -222,11 +225,10 @@ static inline void micro(Rows x, const uint16_t* const* w, int64_t k, float* out
         acc[r][c] = _mm512_dpbf16_ps(acc[r][c], reinterpret_cast<__m512bh>(xv), reinterpret_cast<__m512bh>(wv[c]));
     }
   };
-  for (; i + kPair <= k; i += kPair) {
-    if (pf) {  // the next weight rows (see simd_impl.inc's micro)
+  for (int64_t s = 0; i + kPair <= k; i += kPair, ++s) {
+    if (pf && s % pf_every == pf_phase) {  // the next weight rows (see simd_impl.inc's micro)
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + c * 64, 0, 2);
-      pf += C * 64;
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + (s * C + c) * 64, 0, 2);
     }
     __m512i wv[C];
 #pragma GCC unroll 8
@@ -289,8 +291,8 @@ static inline void micro_few_rows(const uint16_t* const* x, const uint16_t* cons
 // micro<R, C> on rows packed by pack_rows (the same bits: only where the vectors are read from differs).
 template <int R, int C>
 static inline void micro_packed(const uint16_t* xp, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
-                                const char* pf) {
-  micro<R, C>(PackedRows<R>{xp}, w, k, out, ldo, pf);
+                                const char* pf, int64_t pf_every, int64_t pf_phase) {
+  micro<R, C>(PackedRows<R>{xp}, w, k, out, ldo, pf, pf_every, pf_phase);
 }
 
 // Rows (bf16, kp wide, zero-padded) in blocks of 8: block b holds, for each k step, its rows' 32-element
@@ -304,21 +306,24 @@ static void pack_rows(const uint16_t* xb, int64_t rows, int64_t kp, uint16_t* ou
   }
 }
 
+// Every row block prefetches its share of the next group's lines (micro's pf_every / pf_phase).
 template <int C>
 static inline void rows_c_packed(const uint16_t* xp, int64_t rows, int64_t kp, const uint16_t* const* w, int64_t k,
                                  float* out, int64_t ldo, const char* pf) {
+  const int64_t blocks = (rows + 7) / 8;
   int64_t r = 0;
-  for (; r + 8 <= rows; r += 8, pf = nullptr) micro_packed<8, C>(xp + r * kp, w, k, out + r * ldo, ldo, pf);
+  for (; r + 8 <= rows; r += 8) micro_packed<8, C>(xp + r * kp, w, k, out + r * ldo, ldo, pf, blocks, r / 8);
   float* o = out + r * ldo;
   const uint16_t* x = xp + r * kp;
+  const int64_t b = r / 8;
   switch (rows - r) {
-    case 7: micro_packed<7, C>(x, w, k, o, ldo, pf); break;
-    case 6: micro_packed<6, C>(x, w, k, o, ldo, pf); break;
-    case 5: micro_packed<5, C>(x, w, k, o, ldo, pf); break;
-    case 4: micro_packed<4, C>(x, w, k, o, ldo, pf); break;
-    case 3: micro_packed<3, C>(x, w, k, o, ldo, pf); break;
-    case 2: micro_packed<2, C>(x, w, k, o, ldo, pf); break;
-    case 1: micro_packed<1, C>(x, w, k, o, ldo, pf); break;
+    case 7: micro_packed<7, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 6: micro_packed<6, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 5: micro_packed<5, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 4: micro_packed<4, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 3: micro_packed<3, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 2: micro_packed<2, C>(x, w, k, o, ldo, pf, blocks, b); break;
+    case 1: micro_packed<1, C>(x, w, k, o, ldo, pf, blocks, b); break;
     default: break;
   }
 }
