@@ -26,6 +26,8 @@ std::string safetensors_dtype(DType t) {
     case DType::I32: return "I32";
     case DType::I64: return "I64";
     case DType::U8: return "U8";
+    case DType::I8: return "I8";
+    case DType::F8E4M3: return "F8_E4M3";
   }
   throw InvalidArgumentError("dtype " + std::string(dtype_name(t)) + " has no safetensors name");
 }
