@@ -2,6 +2,9 @@
 // Layer 4: the `grouped_matmul` op's arguments. Kernel signature: void(const GroupedMatmulArgs&).
 #include <vector>
 
+#include <memory>
+
+#include "core/quant.h"
 #include "core/tensor.h"
 #include "ops/matmul_precision.h"
 
@@ -11,10 +14,11 @@ namespace opchain {
 struct GroupedMatmulArgs {
   Tensor x;                 // f32 [m, k_in]
   Tensor expert_offsets;    // i32 [experts + 1]
-  const std::vector<Tensor>* weights = nullptr;  // per expert, W [N, k_in]
+  const std::vector<Tensor>* weights = nullptr;  // per expert, W [N, k_in] (or its codes)
   Tensor out;               // f32 [m, ld]
   int64_t out_col_offset = 0;
   MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]
+  const std::vector<std::shared_ptr<const QuantParams>>* quant = nullptr;  // per expert, when quantised
 };
 
 }  // namespace opchain

@@ -5,13 +5,14 @@
 
 namespace opchain {
 
-// out = x @ weight^T + bias, accumulated in f32.
+// out = x @ weight^T + bias, accumulated in f32 (quantised weights: Note [Quantised weights]).
 struct LinearArgs {
   Tensor x;       // f32 [n, in]
-  Tensor weight;  // W [out, in] (Hugging Face layout)
+  Tensor weight;  // W [out, in] (Hugging Face layout), or a quantised weight's codes
   Tensor bias;    // W [out] or null
   Tensor out;     // f32 [n, out]
   MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]
+  const QuantParams* quant = nullptr;  // set: weight holds codes (u8 / i8 / f8e4m3), Note [Quantised weights]
 };
 
 }  // namespace opchain

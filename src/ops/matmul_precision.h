@@ -1,35 +1,56 @@
 #pragma once
 // Note [Matmul precision]
 // What enters the dot products of linear, grouped_matmul and fused_moe. Part of each op's contract,
-// so the reference vendor defines both and every vendor is checked against it in both:
-//   F32  - activations enter in f32; a bf16 weight is widened exactly. The f32 reference numerics.
-//   Bf16 - with bf16 weights, each activation is first rounded to bf16 (round to nearest even) and the
-//          products are summed in f32: what a bf16 run of transformers or llama.cpp's bf16 path computes,
-//          and what lets a CPU use its bf16 dot instructions (twice the math rate, half the bytes).
-//          F32 and F16 weights ignore it. Every other op keeps its f32 numerics.
-// A model is built with one precision (DeviceContext::matmul_precision); `--precision auto` picks Bf16
-// for a bf16 checkpoint, as engines that run a checkpoint in its own dtype do.
+// so the reference vendor defines every precision and every vendor is checked against it in each:
+//   F32       - activations enter in f32; a bf16 weight is widened exactly, a quantised one dequantised
+//               exactly (Note [Quantised weights]). The f32 reference numerics.
+//   Bf16      - with bf16 or quantised weights, each activation is first rounded to bf16 (round to
+//               nearest even) and the products are summed in f32: what a bf16 run of transformers or
+//               llama.cpp's bf16 path computes, and what lets a CPU use its bf16 dot instructions.
+//               F32 and F16 weights ignore it. Every other op keeps its f32 numerics.
+//   Quantized - a quantised weight meets the activations its format names (QuantParams::act): dynamic
+//               per-token int8 (W8A8), dynamic per-token-group fp8 (fp8 block checkpoints), or bf16 for
+//               weight-only formats; dense weights compute as in Bf16.
+// A model is built with one precision (DeviceContext::matmul_precision); `--precision auto` picks
+// Quantized for a quantised checkpoint and Bf16 for a bf16 one, as engines that run a checkpoint in
+// its own numerics do.
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
 #include "core/dtype.h"
+#include "core/quant.h"
 
 namespace opchain {
 
-enum class MatmulPrecision : uint8_t { F32, Bf16 };
+enum class MatmulPrecision : uint8_t { F32, Bf16, Quantized };
 
-inline std::string_view matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::Bf16 ? "bf16" : "f32"; }
+inline std::string_view matmul_precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::Bf16 ? "bf16" : p == MatmulPrecision::Quantized ? "quantized" : "f32";
+}
 
 inline std::optional<MatmulPrecision> parse_matmul_precision(std::string_view s) {
   if (s == "f32") return MatmulPrecision::F32;
   if (s == "bf16") return MatmulPrecision::Bf16;
+  if (s == "quantized") return MatmulPrecision::Quantized;
   return std::nullopt;
 }
 
-// Whether activations are rounded to bf16 before a dot with weights of `weight_dtype`.
+inline bool is_quantized_dtype(DType t) { return t == DType::U8 || t == DType::I8 || t == DType::F8E4M3; }
+
+// Whether activations are rounded to bf16 before a dot with weights of `weight_dtype` (for quantised
+// weights: unless their format quantises the activations instead, see activation_form).
 inline bool rounds_activations_to_bf16(MatmulPrecision p, DType weight_dtype) {
-  return p == MatmulPrecision::Bf16 && weight_dtype == DType::BF16;
+  return p != MatmulPrecision::F32 && (weight_dtype == DType::BF16 || is_quantized_dtype(weight_dtype));
+}
+
+// What the activations of a matmul with a quantised weight become.
+enum class ActivationForm : uint8_t { F32, Bf16, Int8Token, Fp8Group };
+inline ActivationForm activation_form(MatmulPrecision p, ActQuant act) {
+  if (p == MatmulPrecision::F32) return ActivationForm::F32;
+  if (p == MatmulPrecision::Quantized && act == ActQuant::Int8Token) return ActivationForm::Int8Token;
+  if (p == MatmulPrecision::Quantized && act == ActQuant::Fp8Group) return ActivationForm::Fp8Group;
+  return ActivationForm::Bf16;
 }
 
 // x as the Bf16 precision sees it: rounded to bf16 (nearest even) and back.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ops/expert_weights.h"
+#include "ops/matmul_precision.h"
 #include "ops/registry.h"
 #include "ops/step_metadata.h"
 #include "vendors/builtin_vendors.h"
@@ -41,6 +42,14 @@ struct Instance {
 struct Case {
   std::string name;
   std::function<Instance(DType dtype, std::mt19937& rng)> make;
+  // A case of a quantised weight (Note [Quantised weights]) runs on the quantised dtypes only (u8, i8,
+  // f8e4m3), every other case on the others.
+  bool quantized = false;
+  // 0: the op table's tolerance. A case whose kernel rounds an intermediate to bf16 (fused_moe in a bf16
+  // activation form rounds silu(g) * u) may move one element by a bf16 ulp (2^-8) for an f32 rounding
+  // difference upstream, and says so here.
+  double tolerance = 0.0;
+  bool applies_to(DType t) const { return quantized == is_quantized_dtype(t); }
 };
 
 template <OpType Op, class Build>
@@ -171,7 +180,7 @@ inline void run_case(OpType op, const Case& c, DType dtype, void (*kernel)(), vo
   inst.call(reference, ref);
   inst.call(kernel, got);
   inst.call(kernel, again);
-  const double tol = op_info(op).tolerance;
+  const double tol = c.tolerance > 0 ? c.tolerance : op_info(op).tolerance;
   for (size_t i = 0; i < ref.size(); ++i) {
     const std::string err = compare(ref[i], got[i], tol);
     EXPECT_TRUE(err.empty()) << what << ", output '" << inst.out_names[i] << "' " << got[i].desc() << ": " << err;
@@ -659,14 +668,20 @@ inline std::vector<Case> sigmoid_gated_add_cases() {
 }  // namespace opchain::harness
 
 #include "vendors/hybrid_cases.h"
+#include "vendors/quant_cases.h"
 
 namespace opchain::harness {
+
+inline std::vector<Case> concat(std::vector<Case> a, const std::vector<Case>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
 
 // Every op's cases. An op missing here fails HarnessCoverage.EveryOpHasShapeCases.
 inline const std::map<OpType, std::vector<Case>>& all_cases() {
   static const std::map<OpType, std::vector<Case>> cases = {
       {OpType::Embedding, embedding_cases()},
-      {OpType::Linear, linear_cases()},
+      {OpType::Linear, concat(linear_cases(), quant_linear_cases())},
       {OpType::RmsNorm, norm_cases(false)},
       {OpType::AddRmsNorm, norm_cases(true)},
       {OpType::RotaryEmbedding, rotary_embedding_cases()},
@@ -677,9 +692,9 @@ inline const std::map<OpType, std::vector<Case>>& all_cases() {
       {OpType::PagedDecodeAttention, paged_decode_attention_cases()},
       {OpType::SiluAndMul, gated_act_cases(false)},
       {OpType::MoeGatingTopkSoftmax, gating_cases()},
-      {OpType::FusedMoe, fused_moe_cases()},
+      {OpType::FusedMoe, concat(fused_moe_cases(), quant_fused_moe_cases())},
       {OpType::MoeInitRouting, moe_init_routing_cases()},
-      {OpType::GroupedMatmul, grouped_matmul_cases()},
+      {OpType::GroupedMatmul, concat(grouped_matmul_cases(), quant_grouped_matmul_cases())},
       {OpType::Swiglu, gated_act_cases(true)},
       {OpType::MoeTokenUnpermute, moe_token_unpermute_cases()},
       {OpType::SigmoidGatedAdd, sigmoid_gated_add_cases()},

@@ -29,7 +29,8 @@ std::vector<HarnessParam> harness_params() {
   for (const OpInfo& info : kOpTable) {
     for (const KernelEntry* e : reg.entries_for(info.type)) {
       if (e->vendor == kReference) continue;
-      for (size_t c = 0; c < cases_for(info.type).size(); ++c) params.push_back({info.type, e->vendor, e->dtype, c});
+      for (size_t c = 0; c < cases_for(info.type).size(); ++c)
+        if (cases_for(info.type)[c].applies_to(e->dtype)) params.push_back({info.type, e->vendor, e->dtype, c});
     }
   }
   return params;
@@ -86,6 +87,16 @@ TEST(HarnessCoverage, EveryVendorKernelHasReference) {
 TEST(HarnessCoverage, EveryOpHasShapeCases) {
   for (const OpInfo& info : kOpTable)
     EXPECT_FALSE(cases_for(info.type).empty()) << "op '" << info.key << "' has no shape cases in tests/vendors/kernel_harness.h";
+}
+
+TEST(HarnessCoverage, EveryRegisteredDtypeHasCases) {
+  const Registry& reg = builtin_registry();
+  for (const OpInfo& info : kOpTable)
+    for (const KernelEntry* e : reg.entries_for(info.type)) {
+      bool any = false;
+      for (const Case& c : cases_for(info.type)) any = any || c.applies_to(e->dtype);
+      EXPECT_TRUE(any) << info.key << "(" << dtype_name(e->dtype) << ") registered by " << e->vendor << " has no case that applies";
+    }
 }
 
 TEST(HarnessCoverage, CaseNamesAreUnique) {

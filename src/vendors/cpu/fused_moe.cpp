@@ -26,15 +26,29 @@ struct SubKernels {
     gmm[0] = bind<OpType::GroupedMatmul>(entries[1], grouped_matmul, DType::F32);
     gmm[1] = bind<OpType::GroupedMatmul>(entries[2], grouped_matmul, DType::BF16);
     gmm[2] = bind<OpType::GroupedMatmul>(entries[3], grouped_matmul, DType::F16);
+    gmm[3] = bind<OpType::GroupedMatmul>(entries[6], grouped_matmul, DType::U8);
+    gmm[4] = bind<OpType::GroupedMatmul>(entries[7], grouped_matmul, DType::I8);
+    gmm[5] = bind<OpType::GroupedMatmul>(entries[8], grouped_matmul, DType::F8E4M3);
     act = bind<OpType::Swiglu>(entries[4], swiglu, DType::F32);
     unpermute = bind<OpType::MoeTokenUnpermute>(entries[5], moe_token_unpermute, DType::F32);
   }
   SubKernels(const SubKernels&) = delete;
   SubKernels& operator=(const SubKernels&) = delete;
 
-  KernelEntry entries[6];
+  KernelEntry entries[9];
   Kernel<OpType::MoeInitRouting> route;
-  Kernel<OpType::GroupedMatmul> gmm[3];  // by weight dtype: f32, bf16, f16
+  Kernel<OpType::GroupedMatmul> gmm[6];  // by weight dtype: f32, bf16, f16, u8, i8, f8e4m3
+
+  const Kernel<OpType::GroupedMatmul>& for_dtype(DType t) const {
+    switch (t) {
+      case DType::BF16: return gmm[1];
+      case DType::F16: return gmm[2];
+      case DType::U8: return gmm[3];
+      case DType::I8: return gmm[4];
+      case DType::F8E4M3: return gmm[5];
+      default: return gmm[0];
+    }
+  }
   Kernel<OpType::Swiglu> act;
   Kernel<OpType::MoeTokenUnpermute> unpermute;
 };
@@ -74,7 +88,7 @@ static void fused_moe(const FusedMoeArgs& a) {
   const Tensor gate_up = f32(gate_up_buf, routed, 2 * inter);
   const Tensor act = f32(act_buf, routed, inter);
   const Tensor down = f32(down_buf, routed, h);
-  const Kernel<OpType::GroupedMatmul>& gmm = sk.gmm[w.dtype() == DType::BF16 ? 1 : w.dtype() == DType::F16 ? 2 : 0];
+  const Kernel<OpType::GroupedMatmul>& gmm = sk.for_dtype(w.dtype());
   auto describe_gmm = [](const GroupedMatmulArgs& g) {
     return [&g](std::string& meta, std::string& tensors) {
       meta = "col_offset=" + std::to_string(g.out_col_offset);
@@ -83,15 +97,16 @@ static void fused_moe(const FusedMoeArgs& a) {
       tensors = describe_tensors({{"x", &g.x}, {"weights[0]", &w0}, {"out", &g.out}});
     };
   };
-  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, a.precision};
+  const auto* gate_q = w.quantized() ? &w.gate_q : nullptr;  // Note [Quantised weights]
+  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, a.precision, gate_q};
   launch(gmm, gate, nullptr, describe_gmm(gate));
-  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, a.precision};
+  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, a.precision, w.quantized() ? &w.up_q : nullptr};
   launch(gmm, up, nullptr, describe_gmm(up));
   const SwigluArgs swiglu_args{gate_up, act};
   launch(sk.act, swiglu_args, nullptr, [&](std::string&, std::string& tensors) {
     tensors = describe_tensors({{"x", &swiglu_args.x}, {"out", &swiglu_args.out}});
   });
-  const GroupedMatmulArgs down_args{act, offsets, &w.down, down, 0, a.precision};
+  const GroupedMatmulArgs down_args{act, offsets, &w.down, down, 0, a.precision, w.quantized() ? &w.down_q : nullptr};
   launch(gmm, down_args, nullptr, describe_gmm(down_args));
   const MoeTokenUnpermuteArgs unpermute{down, where, a.topk_weights, a.out};
   launch(sk.unpermute, unpermute, nullptr, [&](std::string&, std::string& tensors) {
@@ -101,7 +116,8 @@ static void fused_moe(const FusedMoeArgs& a) {
 }
 
 void register_fused_moe(Registry& reg) {
-  for (DType t : {DType::F32, DType::BF16, DType::F16}) add_kernel<OpType::FusedMoe>(reg, t, fused_moe);
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::U8, DType::I8, DType::F8E4M3})
+    add_kernel<OpType::FusedMoe>(reg, t, fused_moe);
 }
 
 }  // namespace opchain::cpu

@@ -1,0 +1,188 @@
+#include "vendors/cpu/quant_gemm.h"
+
+#include <vector>
+
+#include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/simd.h"
+
+namespace opchain::cpu {
+
+namespace {
+
+constexpr int64_t kRowTile = 64, kColTile = 64;
+
+// One problem's activations as its activation form prepares them, row by row: once per call, before
+// any tile (every column tile of a row reads the same prepared row).
+struct Prepared {
+  ActivationForm form = ActivationForm::F32;
+  const float* values = nullptr;  // F32: x itself (stride ldx); Bf16 / Fp8Group: prepared [rows, in]
+  int64_t ld = 0;
+  const int8_t* codes = nullptr;  // Int8Token: [rows, in]
+  const float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
+  int64_t groups = 0, group = 0;
+};
+
+struct Item {
+  uint32_t problem;
+  int64_t r0, r1, c0, c1;
+};
+
+// out[r, c] for the item's rows and columns. The weight rows are decoded into an f32 panel once per
+// item: exactly dequantised (F32 / Bf16 forms) or the fp8 codes' values (Fp8Group, scales applied per
+// group after each group's dot), then every element is a fixed-order dot (Note [cpu kernels]).
+void run_item(const SimdKernels& sk, const QuantGemmProblem& p, const Prepared& a, const Item& it) {
+  const QuantParams& q = *p.q;
+  const int64_t in = q.in_features, cols = it.c1 - it.c0;
+  thread_local std::vector<float> wbuf;
+  float* w = scratch(wbuf, static_cast<size_t>(cols * in));
+  switch (a.form) {
+    case ActivationForm::F32:
+    case ActivationForm::Bf16: {
+      for (int64_t c = 0; c < cols; ++c) dequantize_row(*p.codes, q, it.c0 + c, w + c * in);
+      GemmTile t;
+      t.x = a.values + it.r0 * a.ld;
+      t.ldx = a.ld;
+      t.w = w;
+      t.ldw = in;
+      t.out = p.out + it.r0 * p.ldo + it.c0;
+      t.ldo = p.ldo;
+      t.rows = it.r1 - it.r0;
+      t.cols = cols;
+      t.k = in;
+      sk.gemm_f32(t);
+      break;
+    }
+    case ActivationForm::Int8Token: {
+      const float* sw = q.scales.data<float>();
+      for (int64_t c = it.c0; c < it.c1; ++c) {
+        const int8_t* wr = p.codes->data<int8_t>() + c * in;
+        const int64_t zero = q.zeros.is_null() ? 0 : static_cast<int64_t>(q.zeros.data<float>()[c]);
+        for (int64_t r = it.r0; r < it.r1; ++r) {
+          const int8_t* xr = a.codes + r * in;
+          int32_t acc = 0, xsum = 0;
+          for (int64_t k = 0; k < in; ++k) {
+            acc += static_cast<int32_t>(xr[k]) * wr[k];
+            xsum += xr[k];
+          }
+          const int64_t total = static_cast<int64_t>(acc) - zero * xsum;
+          p.out[r * p.ldo + c] = static_cast<float>(total) * a.scales[r] * sw[c];
+        }
+      }
+      break;
+    }
+    case ActivationForm::Fp8Group: {
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint8_t* src = p.codes->data<uint8_t>() + (it.c0 + c) * in;
+        for (int64_t k = 0; k < in; ++k) w[c * in + k] = f8e4m3_to_f32(src[k]);
+      }
+      const bool block = q.scheme == QuantScheme::Fp8Block;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float* sw = q.scales.data<float>() + (it.c0 + c) * q.groups();
+        for (int64_t r = it.r0; r < it.r1; ++r) {
+          const float* xr = a.values + r * a.ld;
+          float out = 0.0f;
+          for (int64_t g = 0; g < a.groups; ++g) {
+            const int64_t g0 = g * a.group, len = std::min(a.group, in - g0);
+            out += sk.dot(xr + g0, w + c * in + g0, len) * a.scales[r * a.groups + g] * (block ? sw[g] : sw[0]);
+          }
+          p.out[r * p.ldo + it.c0 + c] = out;
+        }
+      }
+      break;
+    }
+  }
+  if (p.bias) {  // out = dot + bias, as reference adds it after the sum
+    for (int64_t c = it.c0; c < it.c1; ++c) {
+      const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));
+      for (int64_t r = it.r0; r < it.r1; ++r) p.out[r * p.ldo + c] += b;
+    }
+  }
+}
+
+}  // namespace
+
+void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision precision) {
+  const SimdKernels& sk = simd();
+  // Prepare every problem's activations first (in parallel over rows), in the caller's scratch.
+  thread_local std::vector<Prepared> prep_buf;
+  thread_local std::vector<float> val_buf, scale_buf;
+  thread_local std::vector<int8_t> code_buf;
+  std::vector<Prepared>& prep = prep_buf;
+  prep.assign(count, Prepared{});
+  size_t val_total = 0, code_total = 0, scale_total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const QuantGemmProblem& p = problems[i];
+    const int64_t in = p.q->in_features;
+    Prepared& a = prep[i];
+    a.form = activation_form(precision, p.q->act);
+    if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) val_total += static_cast<size_t>(p.rows * in);
+    if (a.form == ActivationForm::Int8Token) {
+      code_total += static_cast<size_t>(p.rows * in);
+      scale_total += static_cast<size_t>(p.rows);
+    }
+    if (a.form == ActivationForm::Fp8Group) {
+      a.group = p.q->act_group > 0 ? p.q->act_group : in;
+      a.groups = (in + a.group - 1) / a.group;
+      scale_total += static_cast<size_t>(p.rows * a.groups);
+    }
+  }
+  float* vals = scratch(val_buf, std::max<size_t>(val_total, 1));
+  int8_t* codes = scratch(code_buf, std::max<size_t>(code_total, 1));
+  float* scales = scratch(scale_buf, std::max<size_t>(scale_total, 1));
+  for (size_t i = 0; i < count; ++i) {
+    const QuantGemmProblem& p = problems[i];
+    const int64_t in = p.q->in_features;
+    Prepared& a = prep[i];
+    switch (a.form) {
+      case ActivationForm::F32:
+        a.values = p.x;
+        a.ld = p.ldx;
+        break;
+      case ActivationForm::Bf16:
+        a.values = vals;
+        a.ld = in;
+        for (int64_t r = 0; r < p.rows; ++r)
+          for (int64_t k = 0; k < in; ++k) vals[r * in + k] = round_to_bf16(p.x[r * p.ldx + k]);
+        vals += p.rows * in;
+        break;
+      case ActivationForm::Int8Token:
+        a.codes = codes;
+        a.scales = scales;
+        for (int64_t r = 0; r < p.rows; ++r) scales[r] = quantize_row_int8(p.x + r * p.ldx, in, codes + r * in);
+        codes += p.rows * in;
+        scales += p.rows;
+        break;
+      case ActivationForm::Fp8Group: {
+        a.values = vals;
+        a.ld = in;
+        a.scales = scales;
+        thread_local std::vector<uint8_t> f8;
+        uint8_t* b = scratch(f8, static_cast<size_t>(in));
+        for (int64_t r = 0; r < p.rows; ++r) {
+          quantize_row_fp8(p.x + r * p.ldx, in, a.group, b, scales + r * a.groups);
+          for (int64_t k = 0; k < in; ++k) vals[r * in + k] = f8e4m3_to_f32(b[k]);
+        }
+        vals += p.rows * in;
+        scales += p.rows * a.groups;
+        break;
+      }
+    }
+  }
+  // Tiles of rows x output features, handed out from a shared counter (parallel_dynamic).
+  thread_local std::vector<Item> items_buf;
+  std::vector<Item>& items = items_buf;
+  items.clear();
+  int64_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const QuantGemmProblem& p = problems[i];
+    for (int64_t c0 = 0; c0 < p.n; c0 += kColTile)
+      for (int64_t r0 = 0; r0 < p.rows; r0 += kRowTile) {
+        items.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kRowTile, p.rows), c0, std::min(c0 + kColTile, p.n)});
+        total += (std::min(r0 + kRowTile, p.rows) - r0 + 4) * (std::min(c0 + kColTile, p.n) - c0) * p.q->in_features;
+      }
+  }
+  std::vector<Prepared>& prepared = prep;
+  parallel_dynamic(items.size(), total, [&](size_t i) { run_item(sk, problems[items[i].problem], prepared[items[i].problem], items[i]); });
+}
+
+}  // namespace opchain::cpu
