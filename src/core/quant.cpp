@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -35,6 +36,78 @@ std::string QuantParams::describe() const {
 }
 
 std::string Weight::desc() const { return quant ? quant->describe() + " " + values.desc() : values.desc(); }
+
+namespace {
+
+// Rows [b, e) of every part, in order, into one owning tensor of the parts' dtype and row width.
+Tensor copy_rows(const std::vector<std::pair<const Tensor*, std::pair<int64_t, int64_t>>>& pieces) {
+  const Tensor& first = *pieces.front().first;
+  int64_t rows = 0;
+  for (const auto& [t, r] : pieces) rows += r.second - r.first;
+  Shape s = first.shape();
+  s.dims[0] = rows;
+  Tensor out = Tensor::empty(first.dtype(), s);
+  const size_t row_bytes = first.nbytes() / static_cast<size_t>(std::max<int64_t>(first.size(0), 1));
+  char* dst = out.data<char>();
+  for (const auto& [t, r] : pieces) {
+    if (t->dtype() != first.dtype() || t->nbytes() / static_cast<size_t>(std::max<int64_t>(t->size(0), 1)) != row_bytes)
+      throw FormatError("cannot stack rows of " + t->desc() + " under rows of " + first.desc());
+    if (r.first < 0 || r.second < r.first || r.second > t->size(0))
+      throw FormatError("row range [" + std::to_string(r.first) + ", " + std::to_string(r.second) + ") outside " + t->desc());
+    std::memcpy(dst, t->data<char>() + static_cast<size_t>(r.first) * row_bytes, static_cast<size_t>(r.second - r.first) * row_bytes);
+    dst += static_cast<size_t>(r.second - r.first) * row_bytes;
+  }
+  return out;
+}
+
+bool same_tensor_contents(const Tensor& a, const Tensor& b) {
+  if (a.is_null() || b.is_null()) return a.is_null() == b.is_null();
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>>& pieces, bool view_values = false) {
+  const Weight& first = *pieces.front().first;
+  auto collect = [&](auto member) {
+    std::vector<std::pair<const Tensor*, std::pair<int64_t, int64_t>>> out;
+    for (const auto& [w, r] : pieces) out.push_back({&member(*w), r});
+    return copy_rows(out);
+  };
+  Weight out;
+  out.values = view_values ? first.values.slice_rows(pieces[0].second.first, pieces[0].second.second)
+                           : collect([](const Weight& w) -> const Tensor& { return w.values; });
+  if (!first.quant) return out;
+  for (const auto& [w, r] : pieces) {
+    const QuantParams& a = *first.quant;
+    const QuantParams& b = *w->quant;
+    if (!w->quant || a.scheme != b.scheme || a.in_features != b.in_features || a.group_size != b.group_size || a.act != b.act ||
+        a.act_group != b.act_group || a.zeros.is_null() != b.zeros.is_null() || !same_tensor_contents(a.group_of, b.group_of))
+      throw FormatError("cannot stack a " + (w->quant ? w->quant->describe() : std::string("dense")) + " weight under a " +
+                        a.describe() + " one: stacked layers must be quantised alike");
+  }
+  auto q = std::make_shared<QuantParams>(*first.quant);
+  q->scales = collect([](const Weight& w) -> const Tensor& { return w.quant->scales; });
+  if (!first.quant->zeros.is_null()) q->zeros = collect([](const Weight& w) -> const Tensor& { return w.quant->zeros; });
+  out.quant = q;
+  return out;
+}
+
+}  // namespace
+
+Weight select_rows(const Weight& w, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>> pieces;
+  for (const auto& r : ranges) pieces.push_back({&w, r});
+  if (ranges.size() == 1 && ranges[0].first >= 0 && ranges[0].first <= ranges[0].second && ranges[0].second <= w.rows()) {
+    // Expert slices of a fused tensor: the codes stay in the mapping, only the parameters are copied.
+    return gather(pieces, /*view_values=*/true);
+  }
+  return gather(pieces);
+}
+
+Weight stack_rows(const std::vector<Weight>& parts) {
+  std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>> pieces;
+  for (const auto& p : parts) pieces.push_back({&p, {0, p.rows()}});
+  return gather(pieces);
+}
 
 void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float* out) {
   const int64_t in = q.in_features, groups = q.groups();

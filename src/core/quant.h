@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -55,12 +57,21 @@ struct QuantParams {
 struct Weight {
   Tensor values;
   std::shared_ptr<const QuantParams> quant;
+
+  Weight() = default;
+  Weight(Tensor v, std::shared_ptr<const QuantParams> q = nullptr) : values(std::move(v)), quant(std::move(q)) {}  // NOLINT: a dense tensor is a weight
   bool quantized() const { return quant != nullptr; }
   int64_t rows() const { return values.size(0); }
   int64_t cols() const { return quant ? quant->in_features : values.size(1); }
   DType dtype() const { return values.dtype(); }
   std::string desc() const;  // "bf16[64, 128]" or "int4 group 32 u8[64, 64]"
 };
+
+// Rows of a weight: row ranges [begin, end) in order (select), or several weights' rows one after
+// another (stack; all quantised alike, with the same group map). One range of one weight is a view of
+// its values (scales and zeros are copied); anything else is copied into memory the result owns.
+Weight select_rows(const Weight& w, const std::vector<std::pair<int64_t, int64_t>>& ranges);
+Weight stack_rows(const std::vector<Weight>& parts);
 
 // Row `o` of a quantised weight, dequantised exactly (in f32) into out[0, in).
 void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float* out);

@@ -8,15 +8,18 @@ std::optional<PrecisionChoice> parse_precision_choice(std::string_view s) {
   if (s == "auto") return PrecisionChoice::Auto;
   if (s == "f32") return PrecisionChoice::F32;
   if (s == "bf16") return PrecisionChoice::Bf16;
+  if (s == "quantized") return PrecisionChoice::Quantized;
   return std::nullopt;
 }
 
-MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype) {
+MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint) {
   switch (choice) {
     case PrecisionChoice::F32: return MatmulPrecision::F32;
     case PrecisionChoice::Bf16: return MatmulPrecision::Bf16;
+    case PrecisionChoice::Quantized: return MatmulPrecision::Quantized;
     case PrecisionChoice::Auto: break;
   }
+  if (quantized_checkpoint) return MatmulPrecision::Quantized;
   return checkpoint_dtype == DType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::F32;
 }
 
@@ -28,7 +31,7 @@ LoadedModel load_model(const std::string& dir, const std::string& vendor, const 
   m.config = load_model_config(dir);
   m.weights = std::make_unique<WeightStore>(dir);
   m.device.vendor = vendor;
-  m.device.matmul_precision = resolve_precision(precision, m.weights->dominant_dtype());
+  m.device.matmul_precision = resolve_precision(precision, m.weights->dominant_dtype(), m.weights->quant_config().quantized());
   m.model = build_model(m.config, *m.weights, m.device, progress);
   m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

@@ -21,13 +21,14 @@ struct LoadedModel {
   double load_seconds = 0;
 };
 
-// The matmul precision a model is built with (Note [Matmul precision]). Auto: Bf16 when the checkpoint's
-// weights are mostly bf16 (it is then run in its own dtype, as transformers and vLLM's dtype=auto do),
-// else F32. The library default is F32: the reference numerics.
-enum class PrecisionChoice : uint8_t { Auto, F32, Bf16 };
-// "auto" | "f32" | "bf16"; nullopt for anything else.
+// The matmul precision a model is built with (Note [Matmul precision]). Auto: Quantized for a quantised
+// checkpoint (its format's own numerics, as vLLM runs it), Bf16 when the weights are mostly bf16 (run in
+// their own dtype, as transformers and vLLM's dtype=auto do), else F32. The library default is F32: the
+// reference numerics, which dequantise quantised weights exactly.
+enum class PrecisionChoice : uint8_t { Auto, F32, Bf16, Quantized };
+// "auto" | "f32" | "bf16" | "quantized"; nullopt for anything else.
 std::optional<PrecisionChoice> parse_precision_choice(std::string_view s);
-MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype);
+MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint = false);
 
 // Throws FormatError / UnsupportedOpError with the file, tensor or op named.
 LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress = {},

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -156,6 +157,13 @@ WeightStore::WeightStore(const std::string& model_dir) : dir_(model_dir) {
     for (const auto& [name, e] : files_.back()->entries()) where_[name] = files_.back().get();
   } else {
     throw FormatError("no model.safetensors or model.safetensors.index.json in " + model_dir);
+  }
+  const fs::path config = dir / "config.json";
+  if (fs::exists(config)) {
+    std::ifstream in(config);
+    std::stringstream text;
+    text << in.rdbuf();
+    quant_ = parse_quant_config(text.str(), config.string());
   }
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/quant_config.h"
 
 namespace opchain {
 
@@ -44,8 +45,12 @@ class SafetensorsFile {
 // All tensors of a Hugging Face model directory, across shards.
 class WeightStore {
  public:
-  // Opens <dir>/model.safetensors, or the shards listed in <dir>/model.safetensors.index.json.
+  // Opens <dir>/model.safetensors, or the shards listed in <dir>/model.safetensors.index.json, and
+  // reads config.json's quantization_config when there is one (io/linear_weights.h uses it).
   explicit WeightStore(const std::string& model_dir);
+
+  const QuantConfig& quant_config() const { return quant_; }
+  const std::string& dir() const { return dir_; }
 
   bool contains(const std::string& name) const;
   // Checks presence, shape and that the dtype is a float type; errors name file, tensor, expected and found.
@@ -70,6 +75,7 @@ class WeightStore {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsFile*> where_;
   std::string dir_;
+  QuantConfig quant_;
 };
 
 }  // namespace opchain

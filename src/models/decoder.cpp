@@ -22,13 +22,13 @@ DecoderAttention::DecoderAttention(const nn::ModuleContext& mc, const ModelConfi
     : heads(c.num_attention_heads),
       kv_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
-      q_proj(mc.child("q_proj"), w.get(mc.path + ".q_proj.weight", {heads * head_dim, c.hidden_size}),
+      q_proj(mc.child("q_proj"), load_linear(w, mc.path + ".q_proj", heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".q_proj.bias", c.qkv_bias, heads * head_dim)),
-      k_proj(mc.child("k_proj"), w.get(mc.path + ".k_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+      k_proj(mc.child("k_proj"), load_linear(w, mc.path + ".k_proj", kv_heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      v_proj(mc.child("v_proj"), w.get(mc.path + ".v_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+      v_proj(mc.child("v_proj"), load_linear(w, mc.path + ".v_proj", kv_heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      o_proj(mc.child("o_proj"), w.get(mc.path + ".o_proj.weight", {c.hidden_size, heads * head_dim}),
+      o_proj(mc.child("o_proj"), load_linear(w, mc.path + ".o_proj", c.hidden_size, heads * head_dim),
              optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
       rotary(mc.child("rotary")),
       attn(mc.child("attn"), heads, kv_heads, head_dim, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))) {
@@ -55,53 +55,70 @@ Tensor DecoderAttention::forward(StepContext& ctx, const Tensor& x, const nn::Ro
 }
 
 DenseMlp::DenseMlp(const nn::ModuleContext& mc, const WeightStore& w, int64_t hidden, int64_t intermediate)
-    : gate_up_proj(mc.child("gate_up_proj"),
-                   w.get_stacked_rows({mc.path + ".gate_proj.weight", mc.path + ".up_proj.weight"},
-                                      {{intermediate, hidden}, {intermediate, hidden}})),
-      down_proj(mc.child("down_proj"), w.get(mc.path + ".down_proj.weight", {hidden, intermediate})),
+    : gate_up_proj(mc.child("gate_up_proj"), load_linear_stacked(w, {mc.path + ".gate_proj", mc.path + ".up_proj"},
+                                                                 {{intermediate, hidden}, {intermediate, hidden}})),
+      down_proj(mc.child("down_proj"), load_linear(w, mc.path + ".down_proj", hidden, intermediate)),
       act(mc.child("act_fn")) {}
 
 Tensor DenseMlp::forward(StepContext& ctx, const Tensor& x) const {
   return down_proj.forward(ctx, act.forward(ctx, gate_up_proj.forward(ctx, x)));
 }
 
+namespace {
+
+void add_expert(ExpertWeights& e, const Weight& gate, const Weight& up, const Weight& down) {
+  e.gate.push_back(gate.values);
+  e.up.push_back(up.values);
+  e.down.push_back(down.values);
+  if (gate.quantized()) {
+    e.gate_q.push_back(gate.quant);
+    e.up_q.push_back(up.quant);
+    e.down_q.push_back(down.quant);
+  }
+}
+
+}  // namespace
+
 ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w) {
   ExpertWeights e;
   const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
+  std::vector<Weight> gate, up, down;
   if (w.contains(prefix + ".gate_up_proj")) {  // fused: each expert's gate rows, then its up rows
-    const Tensor gate_up = w.get(prefix + ".gate_up_proj", {c.num_experts, 2 * inter, h});
-    const Tensor down = w.get(prefix + ".down_proj", {c.num_experts, h, inter});
-    if (gate_up.dtype() != down.dtype())
-      throw FormatError("expert weights under " + prefix + " in " + w.file_of(prefix + ".gate_up_proj") +
-                        " mix dtypes; all experts of a layer must share one");
-    for (int64_t i = 0; i < c.num_experts; ++i) {
-      const Tensor gu = gate_up.slice_rows(i, i + 1).reshape({2 * inter, h});
-      e.gate.push_back(gu.slice_rows(0, inter));
-      e.up.push_back(gu.slice_rows(inter, 2 * inter));
-      e.down.push_back(down.slice_rows(i, i + 1).reshape({h, inter}));
+    const std::vector<Weight> gate_up = load_fused_experts(w, prefix + ".gate_up_proj", c.num_experts, 2 * inter, h);
+    down = load_fused_experts(w, prefix + ".down_proj", c.num_experts, h, inter);
+    for (const Weight& gu : gate_up) {
+      gate.push_back(select_rows(gu, {{0, inter}}));
+      up.push_back(select_rows(gu, {{inter, 2 * inter}}));
     }
-    return e;
+  } else {
+    for (int64_t i = 0; i < c.num_experts; ++i) {
+      const std::string p = prefix + "." + std::to_string(i);
+      gate.push_back(load_linear(w, p + ".gate_proj", inter, h));
+      up.push_back(load_linear(w, p + ".up_proj", inter, h));
+      down.push_back(load_linear(w, p + ".down_proj", h, inter));
+    }
   }
-  for (int64_t i = 0; i < c.num_experts; ++i) {
-    const std::string p = prefix + "." + std::to_string(i);
-    e.gate.push_back(w.get(p + ".gate_proj.weight", {inter, h}));
-    e.up.push_back(w.get(p + ".up_proj.weight", {inter, h}));
-    e.down.push_back(w.get(p + ".down_proj.weight", {h, inter}));
-    if (e.gate.back().dtype() != e.gate.front().dtype() || e.up.back().dtype() != e.gate.front().dtype() ||
-        e.down.back().dtype() != e.gate.front().dtype())
-      throw FormatError("expert weights under " + p + " in " + w.file_of(p + ".gate_proj.weight") +
-                        " mix dtypes; all experts of a layer must share one");
-  }
+  // One kernel runs every expert of a layer: they must be stored alike.
+  for (int64_t i = 0; i < c.num_experts; ++i)
+    for (const Weight* m : {&gate[i], &up[i], &down[i]}) {
+      const Weight& first = gate[0];
+      const bool alike = m->dtype() == first.dtype() && m->quantized() == first.quantized() &&
+                         (!m->quantized() || (m->quant->scheme == first.quant->scheme && m->quant->act == first.quant->act));
+      if (!alike)
+        throw FormatError("expert weights under " + prefix + " in " + w.dir() + " mix storage: expert " + std::to_string(i) + " has " +
+                          m->desc() + " where expert 0's gate_proj has " + first.desc() + "; all experts of a layer must be stored alike");
+    }
+  for (int64_t i = 0; i < c.num_experts; ++i) add_expert(e, gate[i], up[i], down[i]);
   return e;
 }
 
 SparseMoeBlock::SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, bool shared)
-    : gate(mc.child("gate"), w.get(mc.path + ".gate.weight", {c.num_experts, c.hidden_size})),
+    : gate(mc.child("gate"), load_linear(w, mc.path + ".gate", c.num_experts, c.hidden_size)),
       router(mc.child("router"), c.num_experts_per_tok, c.norm_topk_prob),
       experts(mc.child("experts"), load_experts(mc.path + ".experts", c, w)) {
   if (shared) {
     shared_expert.emplace(mc.child("shared_expert"), w, c.hidden_size, c.shared_expert_intermediate_size);
-    shared_expert_gate.emplace(mc.child("shared_expert_gate"), w.get(mc.path + ".shared_expert_gate.weight", {1, c.hidden_size}));
+    shared_expert_gate.emplace(mc.child("shared_expert_gate"), load_linear(w, mc.path + ".shared_expert_gate", 1, c.hidden_size));
     shared_add.emplace(mc.child("shared_expert_gate"));
   }
 }
@@ -128,10 +145,11 @@ DecoderLayer::DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, co
     mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
 }
 
-Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name) {
-  // Tied checkpoints carry no lm_head.weight; the embedding matrix doubles as the output projection.
-  if (c.tie_word_embeddings && !w.contains("lm_head.weight")) return w.get(embed_name, {c.vocab_size, c.hidden_size});
-  return w.get("lm_head.weight", {c.vocab_size, c.hidden_size});
+Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name) {
+  // Tied checkpoints carry no lm_head; the embedding matrix doubles as the output projection.
+  if (c.tie_word_embeddings && !w.contains("lm_head.weight") && !w.contains("lm_head.qweight") && !w.contains("lm_head.weight_packed"))
+    return w.get(embed_name, {c.vocab_size, c.hidden_size});
+  return load_linear(w, "lm_head", c.vocab_size, c.hidden_size);
 }
 
 DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,

@@ -4,6 +4,7 @@
 // DecoderSpec with how it differs; this file turns the spec and the weights into nn modules.
 #include <optional>
 
+#include "io/linear_weights.h"
 #include "models/causal_lm.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
@@ -75,7 +76,7 @@ Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& 
 // experts.down_proj [E, H, I]), as views either way.
 ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w);
 // The output projection: lm_head.weight, or the embedding matrix when tied and absent.
-Tensor lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
+Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
 
 class DecoderModel final : public CausalLM {
  public:

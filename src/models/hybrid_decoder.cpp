@@ -54,24 +54,24 @@ RowRanges ba_flat_order(const LinearAttentionConfig& l) {
   return out;
 }
 
-Tensor qkv_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+Weight qkv_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
   const LinearAttentionConfig& l = c.linear;
   if (c.grouped_qkvz)
-    return w.get_rows(p + ".in_proj_qkvz.weight", {l.conv_dim() + l.value_dim(), c.hidden_size}, qkvz_flat_order(l, false));
-  return w.get(p + ".in_proj_qkv.weight", {l.conv_dim(), c.hidden_size});
+    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size, qkvz_flat_order(l, false));
+  return load_linear(w, p + ".in_proj_qkv", l.conv_dim(), c.hidden_size);
 }
 
-Tensor z_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+Weight z_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
   const LinearAttentionConfig& l = c.linear;
   if (c.grouped_qkvz)
-    return w.get_rows(p + ".in_proj_qkvz.weight", {l.conv_dim() + l.value_dim(), c.hidden_size}, qkvz_flat_order(l, true));
-  return w.get(p + ".in_proj_z.weight", {l.value_dim(), c.hidden_size});
+    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size, qkvz_flat_order(l, true));
+  return load_linear(w, p + ".in_proj_z", l.value_dim(), c.hidden_size);
 }
 
-Tensor ba_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
+Weight ba_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
   const int64_t nv = c.linear.num_value_heads;
-  if (c.grouped_qkvz) return w.get_rows(p + ".in_proj_ba.weight", {2 * nv, c.hidden_size}, ba_flat_order(c.linear));
-  return w.get_stacked_rows({p + ".in_proj_b.weight", p + ".in_proj_a.weight"}, {{nv, c.hidden_size}, {nv, c.hidden_size}});
+  if (c.grouped_qkvz) return load_linear_rows(w, p + ".in_proj_ba", 2 * nv, c.hidden_size, ba_flat_order(c.linear));
+  return load_linear_stacked(w, {p + ".in_proj_b", p + ".in_proj_a"}, {{nv, c.hidden_size}, {nv, c.hidden_size}});
 }
 
 }  // namespace
@@ -80,15 +80,15 @@ GatedAttention::GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c
     : heads(c.num_attention_heads),
       kv_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
-      q_proj(mc.child("q_proj"), w.get_rows(mc.path + ".q_proj.weight", {2 * heads * head_dim, c.hidden_size}, per_head_half(heads, head_dim, false)),
+      q_proj(mc.child("q_proj"), load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size, per_head_half(heads, head_dim, false)),
              optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, false))),
-      gate_proj(mc.child("q_proj.gate"), w.get_rows(mc.path + ".q_proj.weight", {2 * heads * head_dim, c.hidden_size}, per_head_half(heads, head_dim, true)),
+      gate_proj(mc.child("q_proj.gate"), load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size, per_head_half(heads, head_dim, true)),
                 optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, true))),
-      k_proj(mc.child("k_proj"), w.get(mc.path + ".k_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+      k_proj(mc.child("k_proj"), load_linear(w, mc.path + ".k_proj", kv_heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      v_proj(mc.child("v_proj"), w.get(mc.path + ".v_proj.weight", {kv_heads * head_dim, c.hidden_size}),
+      v_proj(mc.child("v_proj"), load_linear(w, mc.path + ".v_proj", kv_heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      o_proj(mc.child("o_proj"), w.get(mc.path + ".o_proj.weight", {c.hidden_size, heads * head_dim}),
+      o_proj(mc.child("o_proj"), load_linear(w, mc.path + ".o_proj", c.hidden_size, heads * head_dim),
              optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
       q_norm(mc.child("q_norm"), w.get(mc.path + ".q_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
       k_norm(mc.child("k_norm"), w.get(mc.path + ".k_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
@@ -114,7 +114,7 @@ GatedDeltaNet::GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, 
       in_proj_qkv(mc.child("in_proj_qkv"), qkv_weight(mc.path, c, w)),
       in_proj_z(mc.child("in_proj_z"), z_weight(mc.path, c, w)),
       in_proj_ba(mc.child("in_proj_ba"), ba_weight(mc.path, c, w)),
-      out_proj(mc.child("out_proj"), w.get(mc.path + ".out_proj.weight", {c.hidden_size, dims.value_dim()})),
+      out_proj(mc.child("out_proj"), load_linear(w, mc.path + ".out_proj", c.hidden_size, dims.value_dim())),
       conv1d(mc.child("conv1d"), w.get(mc.path + ".conv1d.weight", {dims.conv_dim(), 1, dims.conv_kernel})),
       qk_norm(mc.child("qk_l2norm"), 2 * dims.num_key_heads, dims.key_head_dim),
       gating(mc.child("gating"), w.get(mc.path + ".A_log", {dims.num_value_heads}), w.get(mc.path + ".dt_bias", {dims.num_value_heads})),

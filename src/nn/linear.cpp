@@ -2,7 +2,7 @@
 
 namespace opchain::nn {
 
-Linear::Linear(const ModuleContext& mc, Tensor weight, Tensor bias)
+Linear::Linear(const ModuleContext& mc, Weight weight, Tensor bias)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       precision_(mc.matmul_precision()),
@@ -10,8 +10,8 @@ Linear::Linear(const ModuleContext& mc, Tensor weight, Tensor bias)
 
 Tensor Linear::forward(StepContext& ctx, const Tensor& x) const {
   const int64_t rows = x.numel() / x.size(-1);
-  Tensor out = ctx.workspace->alloc(DType::F32, {rows, weight_.size(0)});
-  (*impl_)(LinearArgs{x.reshape({rows, x.size(-1)}), weight_, bias_, out, precision_});
+  Tensor out = ctx.workspace->alloc(DType::F32, {rows, weight_.rows()});
+  (*impl_)(LinearArgs{x.reshape({rows, x.size(-1)}), weight_.values, bias_, out, precision_, weight_.quant.get()});
   return out;
 }
 

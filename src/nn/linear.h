@@ -4,15 +4,17 @@
 
 namespace opchain::nn {
 
-// y = x W^T + b with W in Hugging Face layout [out, in].
+// y = x W^T + b with W in Hugging Face layout [out, in], dense or quantised (Note [Quantised weights]).
 class Linear {
  public:
-  Linear(const ModuleContext& mc, Tensor weight, Tensor bias = {});
+  Linear(const ModuleContext& mc, Weight weight, Tensor bias = {});
   Tensor forward(StepContext& ctx, const Tensor& x) const;
-  int64_t out_features() const { return weight_.size(0); }
+  int64_t out_features() const { return weight_.rows(); }
+  const Weight& weight() const { return weight_; }
 
  private:
-  Tensor weight_, bias_;
+  Weight weight_;
+  Tensor bias_;
   MatmulPrecision precision_;
   std::unique_ptr<KernelImpl<OpType::Linear>> impl_;
 };
