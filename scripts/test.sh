@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test — the C++ suite in a
 # release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python
-# tests that drive the binaries from outside (the HTTP server with the official openai client).
+# tests that drive the binaries from outside (the HTTP server with the official openai client, and
+# quantised checkpoints read back by an independent numpy reader).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -23,3 +24,7 @@ if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
   python3 -m pip install -q -r tests/server/requirements.txt
   OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server
 fi
+
+echo "== Python tests (quantised checkpoints against an independent numpy reader)"
+python3 -m pip install -q -r tests/quant/requirements.txt
+OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/quant

@@ -17,6 +17,7 @@ Runner add_chat_command(CLI::App& app);
 Runner add_tokenize_command(CLI::App& app);
 Runner add_chat_template_command(CLI::App& app);
 Runner add_make_model_command(CLI::App& app);
+Runner add_quantize_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_align_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add(opchain::cli::add_tokenize_command(app));
   add(opchain::cli::add_chat_template_command(app));
   add(opchain::cli::add_make_model_command(app));
+  add(opchain::cli::add_quantize_command(app));
   add(opchain::cli::add_bench_command(app));
   add(opchain::cli::add_align_command(app));
   add(opchain::cli::add_serve_command(app));

@@ -440,7 +440,9 @@ Weight load_linear_stacked(const WeightStore& w, const std::vector<std::string>&
   try {
     return stack_rows(parts);
   } catch (const FormatError& e) {
-    throw FormatError("layers '" + modules[0] + "' and the ones stacked with it in " + w.dir() + ": " + e.what());
+    // GPTQ derives act-order from the layer's input, so layers reading one input share their g_idx.
+    throw FormatError("layers '" + modules[0] + "' and the ones stacked with it in " + w.dir() + ": " + e.what() +
+                      " (layers that read the same input run as one matmul, so their scales must cover the same input groups)");
   }
 }
 

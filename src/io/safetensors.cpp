@@ -82,6 +82,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         if (e.shape.ndim < kMaxDims) e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
         else e.shape.dims[kMaxDims - 1] *= static_cast<int64_t>(dim);
       }
+      if (e.rank > kMaxDims)
+        for (const auto& d : shp) e.file_dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
       const auto& off = v["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
         throw bad(path, "tensor '" + name + "' has bad data_offsets " + off.dump());
@@ -120,6 +122,12 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
     throw FormatError("tensor '" + name + "' in " + path_ + " has " + std::to_string(it->second.rank) +
                       " dimensions; opchain reads tensors of at most " + std::to_string(kMaxDims) +
                       " (a vision tower's conv weight is not needed for text)");
+  return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
+}
+
+Tensor SafetensorsFile::bytes(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) throw FormatError("tensor '" + name + "' not found in " + path_);
   return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
 }
 
@@ -179,6 +187,18 @@ Tensor WeightStore::get_any_shape(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
   return it->second->tensor(name);
+}
+
+const SafetensorsEntry& WeightStore::entry(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
+  return it->second->entries().at(name);
+}
+
+Tensor WeightStore::get_bytes(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
+  return it->second->bytes(name);
 }
 
 Tensor WeightStore::get(const std::string& name, const Shape& expected) const {

@@ -16,6 +16,7 @@ struct SafetensorsEntry {
   DType dtype;
   Shape shape;       // dims past kMaxDims are folded into the last one (see rank)
   int rank = 0;      // the file's number of dims; tensor() refuses ranks above kMaxDims
+  std::vector<int64_t> file_dims;  // the file's dims, kept only when rank > kMaxDims (to copy such tensors)
   size_t begin = 0;  // byte offsets into the data section
   size_t end = 0;
 };
@@ -32,6 +33,8 @@ class SafetensorsFile {
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
   // A borrowed view into the mapping; valid while this file lives.
   Tensor tensor(const std::string& name) const;
+  // The same view for a tensor of any rank (dims past kMaxDims folded): its bytes, for copying it.
+  Tensor bytes(const std::string& name) const;
   size_t file_size() const { return size_; }
 
  private:
@@ -56,6 +59,9 @@ class WeightStore {
   // Checks presence, shape and that the dtype is a float type; errors name file, tensor, expected and found.
   Tensor get(const std::string& name, const Shape& expected_shape) const;
   Tensor get_any_shape(const std::string& name) const;
+  // Any tensor's entry and bytes, whatever its rank (tools that copy tensors through).
+  const SafetensorsEntry& entry(const std::string& name) const;
+  Tensor get_bytes(const std::string& name) const;
   // Rows of several tensors stacked into one owning tensor (e.g. gate_proj over up_proj), with
   // shapes checked like get(); all parts must share a dtype. The mapped originals are never touched.
   Tensor get_stacked_rows(const std::vector<std::string>& names, const std::vector<Shape>& shapes) const;

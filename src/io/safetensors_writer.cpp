@@ -51,7 +51,10 @@ std::string header_text(const std::vector<TensorDecl>& sorted, const std::map<st
   size_t offset = 0;
   for (const auto& t : sorted) {
     json shape = json::array();
-    for (int d = 0; d < t.shape.ndim; ++d) shape.push_back(t.shape.dims[static_cast<size_t>(d)]);
+    if (!t.file_dims.empty())
+      for (int64_t d : t.file_dims) shape.push_back(d);
+    else
+      for (int d = 0; d < t.shape.ndim; ++d) shape.push_back(t.shape.dims[static_cast<size_t>(d)]);
     h[t.name] = {{"dtype", safetensors_dtype(t.dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }

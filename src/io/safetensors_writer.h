@@ -14,9 +14,13 @@
 namespace opchain {
 
 struct TensorDecl {
+  TensorDecl() = default;
+  TensorDecl(std::string n, DType t, Shape s, std::vector<int64_t> dims = {})
+      : name(std::move(n)), dtype(t), shape(s), file_dims(std::move(dims)) {}
   std::string name;
   DType dtype = DType::F32;
   Shape shape;
+  std::vector<int64_t> file_dims;  // the header's dims when there are more than kMaxDims (shape folds them)
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
 };
 
