@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/quant_flags.h"
 #include "core/error.h"
 #include "engine/random_model.h"
 
@@ -45,6 +46,7 @@ Runner add_make_model_command(CLI::App& app) {
     int64_t layers = 0;
     uint64_t seed = 0;
     int64_t shard_size_mb = 0;
+    QuantFlags quant;
   };
   auto o = std::make_shared<Opts>();
   std::string preset_help = "architecture preset:";
@@ -59,6 +61,7 @@ Runner add_make_model_command(CLI::App& app) {
                       " under the current directory or a parent of the executable)");
   cmd->add_option("--shard-size-mb", o->shard_size_mb,
                   "split the weights into shards of at most this many MiB (default: 4096, as transformers shards large models)");
+  add_quant_flags(cmd, o->quant, "--quantize", false);
   return [o, layers] {
     RandomModelOptions opts;
     opts.preset = o->preset;
@@ -74,10 +77,15 @@ Runner add_make_model_command(CLI::App& app) {
     if (o->shard_size_mb > 0) opts.max_shard_bytes = static_cast<size_t>(o->shard_size_mb) << 20;
     // Check the preset before searching for the tokenizer, so a typo gets the more useful error.
     (void)random_model_config_json(o->preset, o->layers, opts.dtype);
+    if (!o->quant.format.empty()) opts.quantize = quant_options(o->quant, opts.dtype);
     opts.tokenizer_dir = o->tokenizer_dir.empty() ? find_default_tokenizer_dir() : o->tokenizer_dir;
     const RandomModelResult r = write_random_model(opts);
     std::cerr << "wrote " << o->out << ": " << o->preset << ", " << r.parameters << " parameters, " << std::fixed
-              << std::setprecision(2) << static_cast<double>(r.weight_bytes) / 1e9 << " GB of " << o->dtype << " in "
+              << std::setprecision(2) << static_cast<double>(r.weight_bytes) / 1e9 << " GB of "
+              << (o->quant.format.empty() ? o->dtype
+                                          : o->quant.format + " (" + std::to_string(r.quantized_layers) + " linear layers quantised, " +
+                                                std::to_string(r.dense_layers) + " dense)")
+              << " in "
               << r.weight_files.size() << " file" << (r.weight_files.size() == 1 ? "" : "s") << ", "
               << std::setprecision(1) << r.seconds << " s\n";
     return 0;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "io/linear_weights.h"
 #include "core/thread_pool.h"
 #include "apps/opchain/precision_flag.h"
 
@@ -85,7 +86,7 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   const auto& c = s->loaded.config;
   std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %s matmuls, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
                c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),
-               std::string(dtype_name(s->loaded.weights->dominant_dtype())).c_str(), static_cast<int>(c.num_hidden_layers),
+               describe_weights(*s->loaded.weights).c_str(), static_cast<int>(c.num_hidden_layers),
                f.vendor.c_str(), std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
                s->loaded.weights->total_bytes() / 1048576.0);
   if (const EngineStats st = s->engine->stats(); st.state_slots_total > 0)

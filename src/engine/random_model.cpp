@@ -1,5 +1,7 @@
 #include "engine/random_model.h"
 
+#include "engine/quantize_model.h"
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -10,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/quantize_model.h"
 #include "io/hf_config.h"
 
 namespace opchain {
@@ -357,6 +360,22 @@ class TensorGenerator {
  public:
   explicit TensorGenerator(uint64_t seed) : seed_(seed) {}
 
+  // The whole tensor at once (the values fill() streams), for quantising it.
+  Tensor make(const TensorDecl& t, const Init& init) {
+    Tensor out = Tensor::empty(t.dtype, t.shape);
+    const int64_t n = t.shape.numel();
+    const size_t esize = dtype_size(t.dtype);
+    uint64_t tensor_seed = seed_ ^ name_hash(t.name);
+    tensor_seed = splitmix64(tensor_seed);
+    ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int, int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t begin = c * kChunk, end = std::min<int64_t>(n, begin + kChunk);
+        generate(t.dtype, init, tensor_seed + static_cast<uint64_t>(c) * 0x9e3779b97f4a7c15ull, out.data<char>() + begin * esize, end - begin);
+      }
+    });
+    return out;
+  }
+
   void fill(const TensorDecl& t, const Init& init, SafetensorsWriter& w) {
     const int64_t n = t.shape.numel();
     const size_t esize = dtype_size(t.dtype);
@@ -468,13 +487,26 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   for (const auto& t : tensors) result.parameters += t.shape.numel();
   TensorGenerator gen_weights(o.seed);
   const int64_t layers = config.num_hidden_layers;
-  const ShardedWriteResult written =
-      write_sharded_safetensors(o.out_dir, std::move(tensors), o.max_shard_bytes,
-                                [&](const TensorDecl& t, SafetensorsWriter& w) {
-                                  gen_weights.fill(t, init_for(t, layers, config.zero_centered_norms), w);
-                                });
-  result.weight_files = written.files;
-  result.weight_bytes = written.total_bytes;
+  if (o.quantize) {
+    const QuantizedWeights q = write_quantized_weights(
+        o.out_dir, tensors, [&](const TensorDecl& t) { return gen_weights.make(t, init_for(t, layers, config.zero_centered_norms)); },
+        *o.quantize, o.max_shard_bytes);
+    json c = json::parse(config_text);
+    c["quantization_config"] = q.quantization_config;
+    write_json_file(dir / "config.json", c);
+    result.weight_files = q.written.files;
+    result.weight_bytes = q.written.total_bytes;
+    result.quantized_layers = q.quantized_layers;
+    result.dense_layers = static_cast<int64_t>(q.dense_modules.size());
+  } else {
+    const ShardedWriteResult written =
+        write_sharded_safetensors(o.out_dir, std::move(tensors), o.max_shard_bytes,
+                                  [&](const TensorDecl& t, SafetensorsWriter& w) {
+                                    gen_weights.fill(t, init_for(t, layers, config.zero_centered_norms), w);
+                                  });
+    result.weight_files = written.files;
+    result.weight_bytes = written.total_bytes;
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

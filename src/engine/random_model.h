@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include <optional>
+
+#include "io/quant_writer.h"
 #include "io/safetensors_writer.h"
 
 namespace opchain {
@@ -23,12 +26,16 @@ struct RandomModelOptions {
   std::string tokenizer_dir;   // tokenizer.json and tokenizer_config.json are copied from here; empty: none
   size_t max_shard_bytes = size_t{4096} << 20;  // 0: always a single model.safetensors
   int64_t vocab_size = 0;      // overrides the preset's vocabulary (small test models); 0: keep it
+  // Written straight into this quantised format (engine/quantize_model.h), so a large preset's dense copy
+  // never has to exist: the same weights `opchain quantize` would make of the dense model.
+  std::optional<QuantFormatOptions> quantize;
 };
 
 struct RandomModelResult {
   std::vector<std::string> weight_files;  // inside out_dir
   size_t weight_bytes = 0;
   int64_t parameters = 0;
+  int64_t quantized_layers = 0, dense_layers = 0;  // with `quantize`
   double seconds = 0;
 };
 

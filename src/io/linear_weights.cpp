@@ -496,4 +496,30 @@ std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& 
   return out;
 }
 
+int64_t parameter_count(const WeightStore& w, const std::string& name) {
+  static const char* const kParams[] = {".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv", ".weight_zero_point",
+                                        ".weight_shape", ".weight_g_idx", "_scale_inv"};
+  auto ends = [&](const char* t) {
+    const size_t n = std::strlen(t);
+    return name.size() >= n && name.compare(name.size() - n, n, t) == 0;
+  };
+  const int64_t n = w.entry(name).shape.numel();
+  if (!w.quant_config().quantized()) return n;
+  for (const char* t : kParams)
+    if (ends(t)) return 0;
+  if (ends(".qweight") || ends(".weight_packed")) return 8 * n;
+  return n;
+}
+
+std::string describe_weights(const WeightStore& w) {
+  const std::string dense(dtype_name(w.dominant_dtype()));
+  const QuantConfig& c = w.quant_config();
+  if (!c.quantized()) return dense;
+  std::string what = quant_method_name(c.method);
+  if (c.method == QuantMethod::Fp8) what += c.block_n > 0 ? " block " + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) : " per tensor";
+  if (c.method == QuantMethod::Gptq || c.method == QuantMethod::Awq) what += " int4 group " + std::to_string(c.group_size);
+  if (c.method == QuantMethod::CompressedTensors) what += " " + c.format;
+  return what;
+}
+
 }  // namespace opchain

@@ -29,4 +29,12 @@ Weight load_linear_stacked(const WeightStore& w, const std::vector<std::string>&
 // [experts, ceil(rows / block_n), ceil(cols / block_k)] when the checkpoint is block fp8.
 std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& name, int64_t experts, int64_t rows, int64_t cols);
 
+// The model parameters tensor `name` holds: its elements, eight per int32 word of packed int4 codes
+// (GPTQ / AWQ qweight, compressed-tensors weight_packed), none for quantisation parameters (scales, zero
+// points, group maps).
+int64_t parameter_count(const WeightStore& w, const std::string& name);
+
+// What the checkpoint's weights are, for logs: "bf16", or "gptq (int4 group 128) over bf16".
+std::string describe_weights(const WeightStore& w);
+
 }  // namespace opchain

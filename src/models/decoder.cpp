@@ -163,7 +163,7 @@ DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const Dev
     layers_.push_back(std::make_unique<DecoderLayer>(nn::ModuleContext{&dev, layer_prefix(l)}, c, w, spec, l));
     if (progress) progress(l + 1, c.num_hidden_layers);
   }
-  for (const auto& name : w.names()) parameter_count_ += w.numel(name);
+  for (const auto& name : w.names()) parameter_count_ += opchain::parameter_count(w, name);
 }
 
 // transformers' pre-norm residual stream, with the residual add folded into the next norm:

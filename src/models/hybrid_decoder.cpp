@@ -155,7 +155,7 @@ HybridDecoderModel::HybridDecoderModel(const ModelConfig& c, const WeightStore& 
   }
   // The text model's parameters: not the vision tower nor the multi-token-prediction head beside it.
   for (const auto& name : w.names())
-    if (name.rfind("mtp.", 0) != 0 && name.rfind("model.visual.", 0) != 0) parameter_count_ += w.numel(name);
+    if (name.rfind("mtp.", 0) != 0 && name.rfind("model.visual.", 0) != 0) parameter_count_ += opchain::parameter_count(w, name);
 }
 
 // The pre-norm residual stream of DecoderModel::forward, with a linear-attention or gated
