@@ -34,7 +34,17 @@ const char* quant_format_name(QuantFormat f) {
 namespace {
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t group_width(const QuantFormatOptions& o, int64_t in) { return o.group_size == -1 ? in : o.group_size; }
+bool uses_groups(QuantFormat f) { return f == QuantFormat::Gptq || f == QuantFormat::Awq || f == QuantFormat::W4A16; }
+
+void check_options(const QuantFormatOptions& o) {
+  if (uses_groups(o.format) && o.group_size != -1 && o.group_size <= 0)
+    throw InvalidArgumentError(std::string(quant_format_name(o.format)) + ": group_size must be positive or -1, got " + std::to_string(o.group_size));
+  if (o.format == QuantFormat::Fp8Block && (o.block_n <= 0 || o.block_k <= 0))
+    throw InvalidArgumentError("fp8-block: block sizes must be positive, got " + std::to_string(o.block_n) + "x" + std::to_string(o.block_k));
+}
+
+// Input channels per group; formats without groups (and -1) have one group per row.
+int64_t group_width(const QuantFormatOptions& o, int64_t in) { return uses_groups(o.format) && o.group_size > 0 ? o.group_size : in; }
 
 // A scale as the file will hold it, so that codes are computed against the value a reader sees.
 float stored(float x, DType t) {
@@ -296,6 +306,7 @@ std::string regex_escape(const std::string& s) {
 }  // namespace
 
 bool format_holds(const QuantFormatOptions& o, int64_t out, int64_t in, std::string* why) {
+  check_options(o);
   auto no = [&](const std::string& w) {
     if (why) *why = w;
     return false;
@@ -320,6 +331,7 @@ bool format_holds(const QuantFormatOptions& o, int64_t out, int64_t in, std::str
 }
 
 std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, const std::string& m, int64_t out, int64_t in) {
+  check_options(o);
   const int64_t gs = group_width(o, in), groups = cdiv(in, gs);
   switch (o.format) {
     case QuantFormat::Fp8Block:
@@ -363,6 +375,7 @@ std::vector<Tensor> quantize_linear(const QuantFormatOptions& o, const float* w,
 
 std::vector<TensorDecl> quantized_fused_expert_decls(const QuantFormatOptions& o, const std::string& name, int64_t experts, int64_t rows,
                                                      int64_t cols) {
+  check_options(o);
   return {{name, DType::F8E4M3, {experts, rows, cols}}, {name + "_scale_inv", o.scale_dtype, {experts, cdiv(rows, o.block_n), cdiv(cols, o.block_k)}}};
 }
 
