@@ -11,7 +11,7 @@ namespace opchain::cli {
 struct QuantFlags {
   std::string format, block = "128,128", symmetric, gptq_format = "gptq", scale_dtype;
   int64_t group_size = 128;
-  bool act_order = false;
+  bool act_order = false, lm_head = false;
 };
 
 inline void add_quant_flags(CLI::App* cmd, QuantFlags& f, const std::string& format_flag, bool format_required) {
@@ -26,6 +26,7 @@ inline void add_quant_flags(CLI::App* cmd, QuantFlags& f, const std::string& for
   cmd->add_option("--symmetric", f.symmetric, "true or false (default: gptq and w4a16 symmetric, awq with zero points, as their producers)")
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_flag("--act-order", f.act_order, "gptq: desc_act with a g_idx; w4a16: actorder group with weight_g_idx");
+  cmd->add_flag("--lm-head", f.lm_head, "quantise the output projection too (gptq lm_head: true; compressed-tensors; fp8)");
   cmd->add_option("--gptq-format", f.gptq_format, "gptq checkpoint_format: gptq (v1, zeros stored minus one) or gptq_v2")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}))
       ->capture_default_str();
@@ -56,6 +57,7 @@ inline QuantFormatOptions quant_options(const QuantFlags& f, DType model_dtype) 
   if (o.act_order && o.format != QuantFormat::Gptq && o.format != QuantFormat::W4A16)
     throw InvalidArgumentError("--act-order applies to gptq and w4a16 only");
   o.gptq_v2 = f.gptq_format == "gptq_v2";
+  o.lm_head = f.lm_head;
   if (!f.scale_dtype.empty()) parse_dtype(f.scale_dtype, o.scale_dtype);
   else if (o.format == QuantFormat::Fp8Block) o.scale_dtype = DType::F32;
   else if (o.format == QuantFormat::Gptq || o.format == QuantFormat::Awq) o.scale_dtype = DType::F16;

@@ -30,10 +30,10 @@ bool is_linear_weight(const TensorDecl& t) {
   return n.find("norm") == std::string::npos;
 }
 
-// Left dense whatever the format: the vocabulary projection and the tiny MoE routing layers, as the
-// published recipes leave them (their errors move every token's expert choice).
-bool kept_dense(const std::string& module) {
-  return module == "lm_head" || ends_with(module, ".mlp.gate") || ends_with(module, ".shared_expert_gate");
+// Left dense: the vocabulary projection (unless asked, as GPTQModel's lm_head option does) and the tiny MoE
+// routing layers, as the published recipes leave them (their errors move every token's expert choice).
+bool kept_dense(const std::string& module, const QuantFormatOptions& o) {
+  return (module == "lm_head" && !o.lm_head) || ends_with(module, ".mlp.gate") || ends_with(module, ".shared_expert_gate");
 }
 
 // One layer of the output: a linear layer quantised from rows [row0, row0 + out) of expert `expert`
@@ -133,7 +133,7 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
       continue;
     }
     const std::string module = n.substr(0, n.size() - std::string(".weight").size());
-    if (kept_dense(module) || !format_holds(o, t.shape[0], t.shape[1], nullptr)) {
+    if (kept_dense(module, o) || !format_holds(o, t.shape[0], t.shape[1], nullptr)) {
       result.dense_modules.push_back(module);
       outputs.push_back(t);
       continue;

@@ -39,6 +39,8 @@ bool uses_groups(QuantFormat f) { return f == QuantFormat::Gptq || f == QuantFor
 void check_options(const QuantFormatOptions& o) {
   if (uses_groups(o.format) && o.group_size != -1 && o.group_size <= 0)
     throw InvalidArgumentError(std::string(quant_format_name(o.format)) + ": group_size must be positive or -1, got " + std::to_string(o.group_size));
+  if (o.lm_head && o.format == QuantFormat::Awq)
+    throw InvalidArgumentError("awq: AutoAWQ never quantises lm_head, and AWQ readers do not expect it; use gptq or w4a16");
   if (o.format == QuantFormat::Fp8Block && (o.block_n <= 0 || o.block_k <= 0))
     throw InvalidArgumentError("fp8-block: block sizes must be positive, got " + std::to_string(o.block_n) + "x" + std::to_string(o.block_k));
 }
@@ -400,7 +402,7 @@ json quantization_config_json(const QuantFormatOptions& o, const std::vector<std
       json dynamic = json::object();
       for (const auto& m : dense) dynamic["-:" + regex_escape(m) + "$"] = json::object();
       return {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", o.group_size}, {"desc_act", o.act_order}, {"sym", o.symmetric},
-              {"static_groups", false}, {"true_sequential", true}, {"damp_percent", 0.01}, {"lm_head", false},
+              {"static_groups", false}, {"true_sequential", true}, {"damp_percent", 0.01}, {"lm_head", o.lm_head},
               {"checkpoint_format", o.gptq_v2 ? "gptq_v2" : "gptq"}, {"dynamic", dynamic}};
     }
     case QuantFormat::Awq:

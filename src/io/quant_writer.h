@@ -29,6 +29,7 @@ struct QuantFormatOptions {
   bool act_order = false;                 // gptq desc_act (g_idx), w4a16 actorder "group" (weight_g_idx)
   bool gptq_v2 = false;                   // gptq checkpoint_format gptq_v2 (zeros stored as they are)
   DType scale_dtype = DType::F32;         // dtype of the stored scales (producers write f32, bf16 or f16)
+  bool lm_head = false;                   // quantise the output projection too (GPTQModel's lm_head: true)
 };
 
 // Whether the format can hold a layer of this shape; when not, `why` says which rule it breaks and the

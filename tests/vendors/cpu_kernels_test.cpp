@@ -116,6 +116,31 @@ TEST(CpuBatchInvariance, Linear) {
   }
 }
 
+// Quantised weights in their format's precision: int4 groups (the SIMD tile's and the panel path's
+// group sizes) and int8 channels (integer dots), row r alone == row r in a batch, bit for bit.
+TEST(CpuBatchInvariance, QuantizedLinear) {
+  EnvGuard guard;
+  std::mt19937 g(11);
+  const int64_t in = 256, out_f = 72;
+  Tensor x = rand_f32(g, {kBatch, in});
+  for (cpu::Isa isa : supported_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    ASSERT_TRUE(cpu::set_active_isa(isa));
+    for (auto [dt, variant] : {std::pair{DType::U8, 0}, std::pair{DType::U8, 1}, std::pair{DType::U8, 3}, std::pair{DType::I8, 1}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant));
+      const Weight w = make_quant_weight(g, dt, variant, out_f, in);
+      const auto k = cpu_kernel<OpType::Linear>(dt);
+      Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
+      k.fn(LinearArgs{x, w.values, {}, full, MatmulPrecision::Quantized, w.quant.get()});
+      for (int64_t r : kProbeRows) {
+        Tensor one = Tensor::empty(DType::F32, {1, out_f});
+        k.fn(LinearArgs{x.slice_rows(r, r + 1), w.values, {}, one, MatmulPrecision::Quantized, w.quant.get()});
+        EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+      }
+    }
+  }
+}
+
 // A K long enough for the packed GEMM's k blocking (2048 per block, a partial last vector), more weight
 // rows than one 48-row pass: rows in a 32-row tile (k-blocked, packed) == the same rows alone (matvec
 // kernel) bit for bit, and within the op's tolerance of reference.

@@ -1,8 +1,9 @@
 #pragma once
 // Kernel-harness cases of the matmul ops with quantised weights (Note [Quantised weights]): random
 // codes and parameters of each scheme for the dtype under test (u8: int4 groups, i8: int8 channels,
-// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has three
-// variants per dtype: plain, asymmetric / act-order / per-channel, and partial groups and blocks.
+// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has four
+// variants per dtype: plain, asymmetric / act-order / per-channel, partial groups and blocks, and groups
+// of 64 (the AVX-512 int4 tile's step; the AVX2 tile's 16 divides the plain variant's 32).
 
 namespace opchain::harness {
 
@@ -18,8 +19,9 @@ inline QuantSpec quant_spec_for(DType dt, int variant, int64_t in) {
     case DType::U8:
       if (variant == 1) return {QuantScheme::Int4Group, 16, true, true};
       if (variant == 2) return {QuantScheme::Int4Group, 24, false, false};  // in % 24 != 0: a short last group
+      if (variant == 3) return {QuantScheme::Int4Group, 64, true, false};   // the AVX-512 tile's chunk
       return {QuantScheme::Int4Group, 32, false, false};
-    case DType::I8: return {QuantScheme::Int8Channel, 0, variant == 1, false};
+    case DType::I8: return {QuantScheme::Int8Channel, 0, variant == 1 || variant == 3, false};
     default:
       if (variant == 1) return {QuantScheme::Fp8Channel, 0, false, false};
       return {QuantScheme::Fp8Block, variant == 2 ? 48 : 32, false, false};  // 48: partial edge blocks
@@ -93,8 +95,8 @@ inline std::vector<Case> quant_linear_cases() {
     int64_t rows, in, out;
     bool bias;
   };
-  for (const S& s : {S{1, 96, 40, false}, S{5, 130, 33, true}, S{37, 192, 70, false}})
-    for (int variant : {0, 1, 2})
+  for (const S& s : {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
+    for (int variant : {0, 1, 2, 3})
       for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
         const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" + std::to_string(s.in) + "_to_" +
                                  std::to_string(s.out) + (s.bias ? "_bias_" : "_") + precision_tag(p);
@@ -114,7 +116,7 @@ inline std::vector<Case> quant_linear_cases() {
 
 inline std::vector<Case> quant_grouped_matmul_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2})
+  for (int variant : {0, 1, 2, 3})
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
       cases.push_back({"q" + std::to_string(variant) + "_rows_3_0_1_9_k96_n40_ld80_col40_" + precision_tag(p),
                        [=](DType dt, std::mt19937& g) {
@@ -143,7 +145,7 @@ inline std::vector<Case> quant_grouped_matmul_cases() {
 
 inline std::vector<Case> quant_fused_moe_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2})
+  for (int variant : {0, 1, 2, 3})
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
       cases.push_back({"q" + std::to_string(variant) + "_9tok_pad2_h64_i48_e5_k2_" + precision_tag(p),
                        [=](DType dt, std::mt19937& g) {

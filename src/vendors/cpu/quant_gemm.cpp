@@ -1,8 +1,10 @@
 #include "vendors/cpu/quant_gemm.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/quant_simd.h"
 #include "vendors/cpu/simd.h"
 
 namespace opchain::cpu {
@@ -17,22 +19,77 @@ struct Prepared {
   ActivationForm form = ActivationForm::F32;
   const float* values = nullptr;  // F32: x itself (stride ldx); Bf16 / Fp8Group: prepared [rows, in]
   int64_t ld = 0;
-  const int8_t* codes = nullptr;  // Int8Token: [rows, in]
+  const int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
+  int64_t ld8 = 0;
+  const int32_t* sums = nullptr;  // Int8Token: each row's code sum
   const float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
+  const void* x4 = nullptr;       // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
 };
+
+// Whether the ISA's int4 tile runs this weight (else its rows are decoded into an f32 panel).
+bool int4_tile_fits(const QuantKernels* qk, const QuantParams& q, ActivationForm form) {
+  return qk && form == ActivationForm::Bf16 && q.scheme == QuantScheme::Int4Group && q.group_of.is_null() && q.group_size > 0 &&
+         q.in_features % qk->int4_chunk == 0 && q.group_size % qk->int4_chunk == 0;
+}
 
 struct Item {
   uint32_t problem;
   int64_t r0, r1, c0, c1;
 };
 
+void add_bias(const QuantGemmProblem& p, const Item& it) {
+  if (!p.bias) return;  // out = dot + bias, as reference adds it after the sum
+  for (int64_t c = it.c0; c < it.c1; ++c) {
+    const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));
+    for (int64_t r = it.r0; r < it.r1; ++r) p.out[r * p.ldo + c] += b;
+  }
+}
+
 // out[r, c] for the item's rows and columns. The weight rows are decoded into an f32 panel once per
 // item: exactly dequantised (F32 / Bf16 forms) or the fp8 codes' values (Fp8Group, scales applied per
 // group after each group's dot), then every element is a fixed-order dot (Note [cpu kernels]).
-void run_item(const SimdKernels& sk, const QuantGemmProblem& p, const Prepared& a, const Item& it) {
+void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProblem& p, const Prepared& a, const Item& it) {
   const QuantParams& q = *p.q;
   const int64_t in = q.in_features, cols = it.c1 - it.c0;
+  if (a.x4) {
+    Int4Tile t;
+    t.x = static_cast<const char*>(a.x4) + it.r0 * in * qk->int4_x_bytes;
+    t.ldx = in;
+    t.codes = p.codes->data<uint8_t>() + it.c0 * p.codes->size(1);
+    t.code_ld = p.codes->size(1);
+    t.scales = q.scales.data<float>() + it.c0 * q.groups();
+    t.zeros = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + it.c0 * q.groups();
+    t.groups = q.groups();
+    t.group_size = q.group_size;
+    t.k = in;
+    t.out = p.out + it.r0 * p.ldo + it.c0;
+    t.ldo = p.ldo;
+    t.rows = it.r1 - it.r0;
+    t.cols = cols;
+    qk->int4_tile(t);
+    add_bias(p, it);
+    return;
+  }
+  if (a.form == ActivationForm::Int8Token && qk) {
+    Int8Tile t;
+    t.x = a.codes + it.r0 * a.ld8;
+    t.ldx = a.ld8;
+    t.x_scales = a.scales + it.r0;
+    t.x_sums = a.sums + it.r0;
+    t.w = p.codes->data<int8_t>() + it.c0 * in;
+    t.ldw = in;
+    t.w_scales = q.scales.data<float>() + it.c0;
+    t.w_zeros = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + it.c0;
+    t.k = in;
+    t.out = p.out + it.r0 * p.ldo + it.c0;
+    t.ldo = p.ldo;
+    t.rows = it.r1 - it.r0;
+    t.cols = cols;
+    qk->int8_tile(t);
+    add_bias(p, it);
+    return;
+  }
   thread_local std::vector<float> wbuf;
   float* w = scratch(wbuf, static_cast<size_t>(cols * in));
   switch (a.form) {
@@ -58,7 +115,7 @@ void run_item(const SimdKernels& sk, const QuantGemmProblem& p, const Prepared& 
         const int8_t* wr = p.codes->data<int8_t>() + c * in;
         const int64_t zero = q.zeros.is_null() ? 0 : static_cast<int64_t>(q.zeros.data<float>()[c]);
         for (int64_t r = it.r0; r < it.r1; ++r) {
-          const int8_t* xr = a.codes + r * in;
+          const int8_t* xr = a.codes + r * a.ld8;
           int32_t acc = 0, xsum = 0;
           for (int64_t k = 0; k < in; ++k) {
             acc += static_cast<int32_t>(xr[k]) * wr[k];
@@ -91,34 +148,36 @@ void run_item(const SimdKernels& sk, const QuantGemmProblem& p, const Prepared& 
       break;
     }
   }
-  if (p.bias) {  // out = dot + bias, as reference adds it after the sum
-    for (int64_t c = it.c0; c < it.c1; ++c) {
-      const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));
-      for (int64_t r = it.r0; r < it.r1; ++r) p.out[r * p.ldo + c] += b;
-    }
-  }
+  add_bias(p, it);
 }
 
 }  // namespace
 
 void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision precision) {
   const SimdKernels& sk = simd();
+  const QuantKernels* qk = quant_kernels();
   // Prepare every problem's activations first (in parallel over rows), in the caller's scratch.
   thread_local std::vector<Prepared> prep_buf;
   thread_local std::vector<float> val_buf, scale_buf;
   thread_local std::vector<int8_t> code_buf;
+  thread_local std::vector<int32_t> sum_buf;
+  thread_local std::vector<char> x4_buf;
   std::vector<Prepared>& prep = prep_buf;
   prep.assign(count, Prepared{});
-  size_t val_total = 0, code_total = 0, scale_total = 0;
+  size_t val_total = 0, code_total = 0, scale_total = 0, sum_total = 0, x4_total = 0;
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
     Prepared& a = prep[i];
     a.form = activation_form(precision, p.q->act);
-    if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) val_total += static_cast<size_t>(p.rows * in);
+    const bool int4_tile = int4_tile_fits(qk, *p.q, a.form);
+    if (int4_tile) x4_total += static_cast<size_t>(p.rows * in * qk->int4_x_bytes);
+    else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) val_total += static_cast<size_t>(p.rows * in);
     if (a.form == ActivationForm::Int8Token) {
-      code_total += static_cast<size_t>(p.rows * in);
+      a.ld8 = (in + 63) / 64 * 64;
+      code_total += static_cast<size_t>(p.rows * a.ld8);
       scale_total += static_cast<size_t>(p.rows);
+      sum_total += static_cast<size_t>(p.rows);
     }
     if (a.form == ActivationForm::Fp8Group) {
       a.group = p.q->act_group > 0 ? p.q->act_group : in;
@@ -129,6 +188,8 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   float* vals = scratch(val_buf, std::max<size_t>(val_total, 1));
   int8_t* codes = scratch(code_buf, std::max<size_t>(code_total, 1));
   float* scales = scratch(scale_buf, std::max<size_t>(scale_total, 1));
+  int32_t* sums = scratch(sum_buf, std::max<size_t>(sum_total, 1));
+  char* x4 = scratch(x4_buf, std::max<size_t>(x4_total, 1));
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
@@ -139,6 +200,12 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         a.ld = p.ldx;
         break;
       case ActivationForm::Bf16:
+        if (int4_tile_fits(qk, *p.q, a.form)) {
+          a.x4 = x4;
+          for (int64_t r = 0; r < p.rows; ++r) qk->int4_prepare(p.x + r * p.ldx, in, x4 + r * in * qk->int4_x_bytes);
+          x4 += p.rows * in * qk->int4_x_bytes;
+          break;
+        }
         a.values = vals;
         a.ld = in;
         for (int64_t r = 0; r < p.rows; ++r)
@@ -148,9 +215,18 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       case ActivationForm::Int8Token:
         a.codes = codes;
         a.scales = scales;
-        for (int64_t r = 0; r < p.rows; ++r) scales[r] = quantize_row_int8(p.x + r * p.ldx, in, codes + r * in);
-        codes += p.rows * in;
+        a.sums = sums;
+        for (int64_t r = 0; r < p.rows; ++r) {
+          int8_t* row = codes + r * a.ld8;
+          scales[r] = quantize_row_int8(p.x + r * p.ldx, in, row);
+          std::fill(row + in, row + a.ld8, int8_t{0});
+          int32_t sum = 0;
+          for (int64_t k = 0; k < in; ++k) sum += row[k];
+          sums[r] = sum;
+        }
+        codes += p.rows * a.ld8;
         scales += p.rows;
+        sums += p.rows;
         break;
       case ActivationForm::Fp8Group: {
         a.values = vals;
@@ -182,7 +258,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       }
   }
   std::vector<Prepared>& prepared = prep;
-  parallel_dynamic(items.size(), total, [&](size_t i) { run_item(sk, problems[items[i].problem], prepared[items[i].problem], items[i]); });
+  parallel_dynamic(items.size(), total, [&](size_t i) { run_item(sk, qk, problems[items[i].problem], prepared[items[i].problem], items[i]); });
 }
 
 }  // namespace opchain::cpu

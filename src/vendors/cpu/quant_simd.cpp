@@ -1,0 +1,352 @@
+// The quantised matmul tiles per ISA (quant_simd.h), each in its own target region like simd.cpp, so the
+// build needs no -march flag.
+#include "vendors/cpu/quant_simd.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/cpu_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define OPCHAIN_QUANT_X86 1
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#else
+#define OPCHAIN_QUANT_X86 0
+#endif
+
+#define OPCHAIN_QPRAGMA(x) _Pragma(#x)
+#if defined(__clang__)
+#define OPCHAIN_QTARGET_BEGIN(isa) OPCHAIN_QPRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define OPCHAIN_QTARGET_END() OPCHAIN_QPRAGMA(clang attribute pop)
+#else
+#define OPCHAIN_QTARGET_BEGIN(isa) OPCHAIN_QPRAGMA(GCC push_options) OPCHAIN_QPRAGMA(GCC target(isa))
+#define OPCHAIN_QTARGET_END() OPCHAIN_QPRAGMA(GCC pop_options)
+#endif
+
+namespace opchain::cpu {
+namespace {
+
+// Rows of a tile in blocks: R at a time, then one block of R / 2 (R >= 4), then single rows. Each
+// element's operations do not depend on the block it falls in.
+template <int R, class F>
+inline void for_row_blocks(int64_t rows, const F& f) {
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) f(r, std::integral_constant<int, R>{});
+  if constexpr (R >= 4) {
+    if (r + R / 2 <= rows) {
+      f(r, std::integral_constant<int, R / 2>{});
+      r += R / 2;
+    }
+  }
+  for (; r < rows; ++r) f(r, std::integral_constant<int, 1>{});
+}
+
+}  // namespace
+}  // namespace opchain::cpu
+
+#if OPCHAIN_QUANT_X86
+OPCHAIN_QTARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+namespace opchain::cpu::avx512q {
+
+constexpr int64_t kChunk = 64;  // int4 channels per step: 32 code bytes, 32 low and 32 high nibbles
+
+inline float reduce_ps(__m512 v) {
+  const __m256 lo = _mm512_castps512_ps256(v);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(lo, hi);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+void int4_prepare(const float* x, int64_t k, void* out) {
+  uint16_t* o = static_cast<uint16_t*>(out);
+  for (int64_t c = 0; c < k; c += kChunk)
+    for (int64_t i = 0; i < kChunk / 2; ++i) {
+      o[c + i] = f32_to_bf16(x[c + 2 * i]);
+      o[c + kChunk / 2 + i] = f32_to_bf16(x[c + 2 * i + 1]);
+    }
+}
+
+// bf16 of n - 16 for n < 32: the nibble minus its zero, offset by 16, indexes it.
+inline __m512i centred_lut() {
+  alignas(64) uint16_t t[32];
+  for (int i = 0; i < 32; ++i) t[i] = f32_to_bf16(static_cast<float>(i - 16));
+  return _mm512_load_si512(t);
+}
+
+template <int R, int C>
+inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
+  const __m512i lut = centred_lut(), low4 = _mm512_set1_epi16(0x0f);
+  const int64_t per_group = t.group_size / kChunk;
+  __m512 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const uint16_t* x[R];
+  for (int r = 0; r < R; ++r) x[r] = static_cast<const uint16_t*>(t.x) + (r0 + r) * t.ldx;
+  const uint8_t* w[C];
+  for (int c = 0; c < C; ++c) w[c] = t.codes + (c0 + c) * t.code_ld;
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m512 gacc[R][C];
+    __m512i zc[C];
+    for (int c = 0; c < C; ++c) {
+      const float z = t.zeros ? t.zeros[(c0 + c) * t.groups + g] : 8.0f;
+      zc[c] = _mm512_set1_epi16(static_cast<int16_t>(16 - static_cast<int>(z)));
+      for (int r = 0; r < R; ++r) gacc[r][c] = _mm512_setzero_ps();
+    }
+    const int64_t last = std::min((g + 1) * per_group, t.k / kChunk);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[c] + chunk * (kChunk / 2))));
+        const __m512i wlo = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_and_si512(v, low4), zc[c]), lut);
+        const __m512i whi = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_srli_epi16(v, 4), zc[c]), lut);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk), xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
+          gacc[r][c] = _mm512_dpbf16_ps(gacc[r][c], reinterpret_cast<__m512bh>(xe), reinterpret_cast<__m512bh>(wlo));
+          gacc[r][c] = _mm512_dpbf16_ps(gacc[r][c], reinterpret_cast<__m512bh>(xo), reinterpret_cast<__m512bh>(whi));
+        }
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      const __m512 s = _mm512_set1_ps(t.scales[(c0 + c) * t.groups + g]);
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(gacc[r][c], s, acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
+}
+
+// Few rows (decode): four weight rows stream at once past the rows' activations; more rows: eight rows
+// share each unpacked weight chunk.
+void int4_tile(const Int4Tile& t) {
+  if (t.rows <= 2) {
+    int64_t c = 0;
+    if (t.rows == 1) {
+      for (; c + 4 <= t.cols; c += 4) int4_micro<1, 4>(t, 0, c);
+      for (; c < t.cols; ++c) int4_micro<1, 1>(t, 0, c);
+    } else {
+      for (; c + 2 <= t.cols; c += 2) int4_micro<2, 2>(t, 0, c);
+      for (; c < t.cols; ++c) int4_micro<2, 1>(t, 0, c);
+    }
+    return;
+  }
+  for (int64_t c = 0; c < t.cols; ++c)
+    for_row_blocks<8>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+template <int R, int C>
+inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
+  const __m512i ones = _mm512_set1_epi8(1), flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[R][C], wsum[C];
+  for (int c = 0; c < C; ++c) {
+    wsum[c] = _mm512_setzero_si512();
+    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
+  }
+  for (int64_t i = 0; i < t.k; i += 64) {
+    const __mmask64 m = t.k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (t.k - i)) - 1;
+    __m512i w[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      w[c] = _mm512_maskz_loadu_epi8(m, t.w + (c0 + c) * t.ldw + i);
+      wsum[c] = _mm512_dpbusd_epi32(wsum[c], ones, w[c]);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(t.x + (r0 + r) * t.ldx + i), flip);  // x + 128 as u8
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], xu, w[c]);
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    const int64_t ws = _mm512_reduce_add_epi32(wsum[c]);
+    const int64_t zero = t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0;
+    for (int r = 0; r < R; ++r) {
+      const int64_t total = static_cast<int64_t>(_mm512_reduce_add_epi32(acc[r][c])) - 128 * ws - zero * t.x_sums[r0 + r];
+      t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
+    }
+  }
+}
+
+void int8_tile(const Int8Tile& t) {
+  if (t.rows == 1) {
+    int64_t c = 0;
+    for (; c + 8 <= t.cols; c += 8) int8_micro<1, 8>(t, 0, c);
+    for (; c < t.cols; ++c) int8_micro<1, 1>(t, 0, c);
+    return;
+  }
+  int64_t c = 0;
+  for (; c + 4 <= t.cols; c += 4)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_tile};
+
+}  // namespace opchain::cpu::avx512q
+OPCHAIN_QTARGET_END()
+
+OPCHAIN_QTARGET_BEGIN("avx2,fma,f16c")
+namespace opchain::cpu::avx2q {
+
+constexpr int64_t kChunk = 16;  // int4 channels per step: 8 code bytes
+
+inline float reduce_ps(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+  return _mm_cvtss_f32(s1);
+}
+
+inline int32_t reduce_epi32(__m256i v) {
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  const __m128i s1 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1));
+  return _mm_cvtsi128_si32(s1);
+}
+
+void int4_prepare(const float* x, int64_t k, void* out) {
+  float* o = static_cast<float*>(out);
+  for (int64_t c = 0; c < k; c += kChunk)
+    for (int64_t i = 0; i < kChunk / 2; ++i) {
+      o[c + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i]));
+      o[c + kChunk / 2 + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i + 1]));
+    }
+}
+
+template <int R, int C>
+inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
+  const __m256i low4 = _mm256_set1_epi32(0x0f);
+  const int64_t per_group = t.group_size / kChunk;
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m256 gacc[R][C];
+    __m256i zc[C];
+    for (int c = 0; c < C; ++c) {
+      zc[c] = _mm256_set1_epi32(t.zeros ? static_cast<int>(t.zeros[(c0 + c) * t.groups + g]) : 8);
+      for (int r = 0; r < R; ++r) gacc[r][c] = _mm256_setzero_ps();
+    }
+    const int64_t last = std::min((g + 1) * per_group, t.k / kChunk);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.codes + (c0 + c) * t.code_ld + chunk * (kChunk / 2))));
+        const __m256 wlo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), zc[c]));
+        const __m256 whi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), zc[c]));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const float* xr = static_cast<const float*>(t.x) + (r0 + r) * t.ldx + chunk * kChunk;
+          gacc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(xr), wlo, gacc[r][c]);
+          gacc[r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(xr + kChunk / 2), whi, gacc[r][c]);
+        }
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      const __m256 s = _mm256_set1_ps(t.scales[(c0 + c) * t.groups + g]);
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(gacc[r][c], s, acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
+}
+
+void int4_tile(const Int4Tile& t) {
+  if (t.rows <= 2) {
+    int64_t c = 0;
+    for (; c + 4 <= t.cols; c += 4) {
+      if (t.rows == 1) int4_micro<1, 4>(t, 0, c);
+      else int4_micro<2, 4>(t, 0, c);
+    }
+    for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+    return;
+  }
+  int64_t c = 0;
+  for (; c + 2 <= t.cols; c += 2)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2>(t, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+// |w| (u8) times sign(x, w) (s8): pairs of products sum to at most 2 * 128 * 127, so vpmaddubsw never
+// saturates (activation codes are in [-127, 127]).
+template <int R, int C>
+inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
+  const __m256i ones16 = _mm256_set1_epi16(1);
+  __m256i acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
+  alignas(32) int8_t tail[C][32];
+  for (int64_t i = 0; i < t.k; i += 32) {
+    __m256i aw[C], w[C];
+    for (int c = 0; c < C; ++c) {
+      const int8_t* src = t.w + (c0 + c) * t.ldw + i;
+      if (t.k - i >= 32) {
+        w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+      } else {
+        std::memset(tail[c], 0, 32);
+        std::memcpy(tail[c], src, static_cast<size_t>(t.k - i));
+        w[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail[c]));
+      }
+      aw[c] = _mm256_abs_epi8(w[c]);
+    }
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.x + (r0 + r) * t.ldx + i));
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[c], _mm256_sign_epi8(x, w[c])), ones16));
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    const int64_t zero = t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0;
+    for (int r = 0; r < R; ++r) {
+      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - zero * t.x_sums[r0 + r];
+      t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
+    }
+  }
+}
+
+void int8_tile(const Int8Tile& t) {
+  int64_t c = 0;
+  for (; c + 4 <= t.cols; c += 4)
+    for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_tile};
+
+}  // namespace opchain::cpu::avx2q
+OPCHAIN_QTARGET_END()
+#endif  // OPCHAIN_QUANT_X86
+
+namespace opchain::cpu {
+
+const QuantKernels* quant_kernels() {
+#if OPCHAIN_QUANT_X86
+  static const bool avx512_full = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
+  }();
+  switch (active_isa()) {
+    case Isa::Avx512: return avx512_full ? &avx512q::kKernels : &avx2q::kKernels;  // AVX-512 without BF16/VNNI: the AVX2 tiles
+    case Isa::Avx2: return &avx2q::kKernels;
+    case Isa::Generic: return nullptr;
+  }
+#endif
+  return nullptr;
+}
+
+}  // namespace opchain::cpu

@@ -1,0 +1,60 @@
+#pragma once
+// The SIMD tiles of the cpu vendor's quantised matmul (quant_gemm.cpp prepares the activations and hands
+// out the tiles), one implementation per ISA, chosen with the active ISA (cpu_kernels.h):
+//   int4 (Int4Group weights, bf16 activations): the codes are unpacked in registers, 2 x 32 nibbles (AVX-512)
+//     or 2 x 8 (AVX2) per step, their zero subtracted, and multiplied with the activations: vdpbf16ps on
+//     bf16 (AVX512_BF16), f32 FMA on the bf16-rounded values (AVX2). Each group's partial dot is scaled
+//     into an f32 accumulator; no weight is ever widened in memory.
+//   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on x + 128 with the
+//     weight codes' row sums taking the 128s back out (AVX512_VNNI), vpmaddubsw on |w| and sign(x, w)
+//     (AVX2; activation codes lie in [-127, 127], so no pair sum saturates).
+// Every output element is one fixed sequence of operations over its own row and weight row (Note [cpu
+// kernels]): the tile shape never changes a value.
+#include <cstdint>
+
+namespace opchain::cpu {
+
+// out[r * ldo + c] = sum_g scale[c, g] * sum_{k in g} x[r, k] * (code[c, k] - zero[c, g]) (+ nothing else)
+// for r < rows, c < cols.
+struct Int4Tile {
+  const void* x = nullptr;  // prepared activations (QuantKernels::int4_prepare), rows of ldx elements
+  int64_t ldx = 0;
+  const uint8_t* codes = nullptr;  // the tile's first weight row; rows code_ld bytes apart
+  int64_t code_ld = 0;
+  const float* scales = nullptr;  // [cols, groups] from the tile's first column
+  const float* zeros = nullptr;   // [cols, groups], or null: 8
+  int64_t groups = 0, group_size = 0, k = 0;
+  float* out = nullptr;
+  int64_t ldo = 0, rows = 0, cols = 0;
+};
+
+// out[r * ldo + c] = float(sum_k x[r, k] * (w[c, k] - zero[c])) * x_scale[r] * w_scale[c].
+struct Int8Tile {
+  const int8_t* x = nullptr;  // activation codes, rows of ldx (a multiple of 64, zero-padded past k)
+  int64_t ldx = 0;
+  const float* x_scales = nullptr;
+  const int32_t* x_sums = nullptr;  // sum of each row's codes (for zero points)
+  const int8_t* w = nullptr;        // the tile's first weight row; rows ldw apart
+  int64_t ldw = 0;
+  const float* w_scales = nullptr;  // from the tile's first column
+  const float* w_zeros = nullptr;   // or null
+  int64_t k = 0;
+  float* out = nullptr;
+  int64_t ldo = 0, rows = 0, cols = 0;
+};
+
+struct QuantKernels {
+  // int4: in_features and group_size must be multiples of int4_chunk (else the generic path runs).
+  int64_t int4_chunk = 0;
+  int64_t int4_x_bytes = 0;  // bytes per prepared activation element (2: bf16, 4: f32)
+  // One activation row as the int4 tile reads it: rounded to bf16 and, within each chunk, even channels
+  // first, then odd ones (the order of a byte's low and high nibbles).
+  void (*int4_prepare)(const float* x, int64_t k, void* out) = nullptr;
+  void (*int4_tile)(const Int4Tile&) = nullptr;
+  void (*int8_tile)(const Int8Tile&) = nullptr;
+};
+
+// The kernels of the active ISA, or null where only the generic path exists.
+const QuantKernels* quant_kernels();
+
+}  // namespace opchain::cpu
