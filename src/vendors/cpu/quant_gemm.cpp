@@ -25,6 +25,7 @@ struct Prepared {
   const float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
   const void* x4 = nullptr;       // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
+  const float* x4_sums = nullptr; // and their group sums, [rows, groups]
 };
 
 // Whether the ISA's int4 tile runs this weight (else its rows are decoded into an f32 panel).
@@ -60,6 +61,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
     t.code_ld = p.codes->size(1);
     t.scales = q.scales.data<float>() + it.c0 * q.groups();
     t.zeros = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + it.c0 * q.groups();
+    t.x_sums = a.x4_sums + it.r0 * q.groups();
     t.groups = q.groups();
     t.group_size = q.group_size;
     t.k = in;
@@ -171,7 +173,10 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
     Prepared& a = prep[i];
     a.form = activation_form(precision, p.q->act);
     const bool int4_tile = int4_tile_fits(qk, *p.q, a.form);
-    if (int4_tile) x4_total += static_cast<size_t>(p.rows * in * qk->int4_x_bytes);
+    if (int4_tile) {
+      x4_total += static_cast<size_t>(p.rows * in * qk->int4_x_bytes);
+      scale_total += static_cast<size_t>(p.rows * p.q->groups());
+    }
     else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) val_total += static_cast<size_t>(p.rows * in);
     if (a.form == ActivationForm::Int8Token) {
       a.ld8 = (in + 63) / 64 * 64;
@@ -202,8 +207,12 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       case ActivationForm::Bf16:
         if (int4_tile_fits(qk, *p.q, a.form)) {
           a.x4 = x4;
-          for (int64_t r = 0; r < p.rows; ++r) qk->int4_prepare(p.x + r * p.ldx, in, x4 + r * in * qk->int4_x_bytes);
+          a.x4_sums = scales;
+          const int64_t groups = p.q->groups();
+          for (int64_t r = 0; r < p.rows; ++r)
+            qk->int4_prepare(p.x + r * p.ldx, in, p.q->group_size, x4 + r * in * qk->int4_x_bytes, scales + r * groups);
           x4 += p.rows * in * qk->int4_x_bytes;
+          scales += p.rows * groups;
           break;
         }
         a.values = vals;

@@ -71,48 +71,89 @@ inline float reduce_ps(__m512 v) {
   return _mm_cvtss_f32(s1);
 }
 
-void int4_prepare(const float* x, int64_t k, void* out) {
+void int4_prepare(const float* x, int64_t k, int64_t group, void* out, float* sums) {
   uint16_t* o = static_cast<uint16_t*>(out);
   for (int64_t c = 0; c < k; c += kChunk)
     for (int64_t i = 0; i < kChunk / 2; ++i) {
       o[c + i] = f32_to_bf16(x[c + 2 * i]);
       o[c + kChunk / 2 + i] = f32_to_bf16(x[c + 2 * i + 1]);
     }
+  for (int64_t g0 = 0; g0 < k; g0 += group) {
+    float s = 0.0f;
+    for (int64_t i = g0; i < std::min(k, g0 + group); ++i) s += bf16_to_f32(f32_to_bf16(x[i]));
+    sums[g0 / group] = s;
+  }
 }
 
-// bf16 of n - 16 for n < 32: the nibble minus its zero, offset by 16, indexes it.
-inline __m512i centred_lut() {
-  alignas(64) uint16_t t[32];
-  for (int i = 0; i < 32; ++i) t[i] = f32_to_bf16(static_cast<float>(i - 16));
-  return _mm512_load_si512(t);
-}
+// A nibble q as the bf16 16 + q: exponent 4 (0x4180) with q in the top four of the seven mantissa bits.
+// The products x (16 + q) are exact in f32; sum_k x (q - z) = sum_k x (16 + q) - (16 + z) sum_k x.
+struct NibbleBf16 {
+  __m512i mant, exp16;
+  NibbleBf16() : mant(_mm512_set1_epi16(0x78)), exp16(_mm512_set1_epi16(0x4180)) {}
+  // One chunk's 32 code bytes: the low nibbles' values (even channels) and the high ones' (odd).
+  inline void unpack(const uint8_t* bytes, __m512i& lo, __m512i& hi) const {
+    const __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
+    lo = _mm512_ternarylogic_epi32(_mm512_slli_epi16(v, 3), mant, exp16, 0xEA);  // (a & b) | c
+    hi = _mm512_ternarylogic_epi32(_mm512_srli_epi16(v, 1), mant, exp16, 0xEA);
+  }
+};
 
-template <int R, int C>
-inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
-  const __m512i lut = centred_lut(), low4 = _mm512_set1_epi16(0x0f);
-  const int64_t per_group = t.group_size / kChunk;
+// Where a micro-tile's weight chunks come from: unpacked from the codes as they are read (few rows), or
+// from a panel the tile unpacked once (many rows share it). Both give the same vectors, so a row's
+// result does not depend on which one its tile used.
+struct FromCodes {
+  const uint8_t* codes;
+  int64_t ld;
+  NibbleBf16 nb;
+  inline void get(int64_t c, int64_t chunk, __m512i& lo, __m512i& hi) const { nb.unpack(codes + c * ld + chunk * (kChunk / 2), lo, hi); }
+  const uint8_t* prefetch_base(int64_t c) const { return codes + c * ld; }
+  static constexpr int64_t kBytesPerChunk = kChunk / 2;
+};
+struct FromPanel {
+  const uint16_t* panel;  // [cols, k] bf16, chunks laid out as the activations
+  int64_t ld;
+  inline void get(int64_t c, int64_t chunk, __m512i& lo, __m512i& hi) const {
+    lo = _mm512_loadu_si512(panel + c * ld + chunk * kChunk);
+    hi = _mm512_loadu_si512(panel + c * ld + chunk * kChunk + kChunk / 2);
+  }
+  const uint8_t* prefetch_base(int64_t) const { return nullptr; }
+  static constexpr int64_t kBytesPerChunk = 0;
+};
+
+// Decode reads each weight row once, in short rows: the hardware prefetcher cannot run far enough ahead
+// of a kernel this fast, so few-row tiles prefetch the rows kPfAhead micro-tiles ahead themselves.
+constexpr int64_t kPfAhead = 4;
+
+template <int R, int C, bool kZeros, class W>
+inline void int4_micro_z(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) {
+  constexpr bool kPrefetch = R <= 2 && W::kBytesPerChunk > 0;
+  const uint8_t* pf = kPrefetch ? src.prefetch_base(c0 + kPfAhead * C) : nullptr;
+  const int64_t per_group = t.group_size / kChunk, chunks = t.k / kChunk;
   __m512 acc[R][C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   const uint16_t* x[R];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) x[r] = static_cast<const uint16_t*>(t.x) + (r0 + r) * t.ldx;
-  const uint8_t* w[C];
-  for (int c = 0; c < C; ++c) w[c] = t.codes + (c0 + c) * t.code_ld;
+  const float* sc[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) sc[c] = t.scales + (c0 + c) * t.groups;
   for (int64_t g = 0; g < t.groups; ++g) {
     __m512 gacc[R][C];
-    __m512i zc[C];
-    for (int c = 0; c < C; ++c) {
-      const float z = t.zeros ? t.zeros[(c0 + c) * t.groups + g] : 8.0f;
-      zc[c] = _mm512_set1_epi16(static_cast<int16_t>(16 - static_cast<int>(z)));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) gacc[r][c] = _mm512_setzero_ps();
-    }
-    const int64_t last = std::min((g + 1) * per_group, t.k / kChunk);  // the last group may be short
+    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+      if (kPrefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
+        for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64) __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        const __m512i v = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[c] + chunk * (kChunk / 2))));
-        const __m512i wlo = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_and_si512(v, low4), zc[c]), lut);
-        const __m512i whi = _mm512_permutexvar_epi16(_mm512_add_epi16(_mm512_srli_epi16(v, 4), zc[c]), lut);
+        __m512i wlo, whi;
+        src.get(c0 + c, chunk, wlo, whi);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk), xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
@@ -121,31 +162,81 @@ inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
         }
       }
     }
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512 s = _mm512_set1_ps(t.scales[(c0 + c) * t.groups + g]);
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(gacc[r][c], s, acc[r][c]);
+      const __m512 sv = _mm512_set1_ps(sc[c][g]);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(gacc[r][c], sv, acc[r][c]);
     }
   }
+  // out already holds the zero terms (zero_terms); the dot's sum comes off it.
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      float& o = t.out[(r0 + r) * t.ldo + c0 + c];
+      o = reduce_ps(acc[r][c]) - o;
+    }
 }
 
-// Few rows (decode): four weight rows stream at once past the rows' activations; more rows: eight rows
-// share each unpacked weight chunk.
+template <int R, int C, class W>
+inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) {
+  int4_micro_z<R, C, false>(t, src, r0, c0);
+}
+
+// out[r, c] = sum_g (scale[c, g] * (16 + zero[c, g])) * x_sum[r, g], one FMA per group in g order (16
+// columns per vector, the last ones masked: the same operations per element whatever the tile): what the
+// 16 + q values add on top of x (q - zero), written before any micro-tile runs.
+void zero_terms(const Int4Tile& t) {
+  thread_local std::vector<float> sz_buf;
+  float* sz = scratch(sz_buf, static_cast<size_t>(t.groups * t.cols));  // [groups, cols]
+  for (int64_t c = 0; c < t.cols; ++c)
+    for (int64_t g = 0; g < t.groups; ++g)
+      sz[g * t.cols + c] = t.scales[c * t.groups + g] * (16.0f + (t.zeros ? t.zeros[c * t.groups + g] : 8.0f));
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const float* xs = t.x_sums + r * t.groups;
+    for (int64_t c = 0; c < t.cols; c += 16) {
+      const __mmask16 m = t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t g = 0; g < t.groups; ++g)
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, sz + g * t.cols + c), _mm512_set1_ps(xs[g]), acc);
+      _mm512_mask_storeu_ps(t.out + r * t.ldo + c, m, acc);
+    }
+  }
+}
+
+// Few rows (decode): four weight rows stream at once past the rows' activations, unpacked as they are
+// read. More rows: the tile's weights are unpacked once into a bf16 panel (in L2), then 4 x 3 micro-tiles
+// run over it.
 void int4_tile(const Int4Tile& t) {
+  zero_terms(t);
+  const FromCodes codes{t.codes, t.code_ld, NibbleBf16{}};
   if (t.rows <= 2) {
     int64_t c = 0;
     if (t.rows == 1) {
-      for (; c + 4 <= t.cols; c += 4) int4_micro<1, 4>(t, 0, c);
-      for (; c < t.cols; ++c) int4_micro<1, 1>(t, 0, c);
+      for (; c + 4 <= t.cols; c += 4) int4_micro<1, 4>(t, codes, 0, c);
+      for (; c < t.cols; ++c) int4_micro<1, 1>(t, codes, 0, c);
     } else {
-      for (; c + 2 <= t.cols; c += 2) int4_micro<2, 2>(t, 0, c);
-      for (; c < t.cols; ++c) int4_micro<2, 1>(t, 0, c);
+      for (; c + 2 <= t.cols; c += 2) int4_micro<2, 2>(t, codes, 0, c);
+      for (; c < t.cols; ++c) int4_micro<2, 1>(t, codes, 0, c);
     }
     return;
   }
+  thread_local std::vector<uint16_t> panel_buf;
+  uint16_t* panel = scratch(panel_buf, static_cast<size_t>(t.cols * t.k));
+  const NibbleBf16 nb;
   for (int64_t c = 0; c < t.cols; ++c)
-    for_row_blocks<8>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+    for (int64_t chunk = 0; chunk < t.k / kChunk; ++chunk) {
+      __m512i lo, hi;
+      nb.unpack(t.codes + c * t.code_ld + chunk * (kChunk / 2), lo, hi);
+      _mm512_storeu_si512(panel + c * t.k + chunk * kChunk, lo);
+      _mm512_storeu_si512(panel + c * t.k + chunk * kChunk + kChunk / 2, hi);
+    }
+  const FromPanel from{panel, t.k};
+  int64_t c = 0;
+  for (; c + 3 <= t.cols; c += 3)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 3>(t, from, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, from, r, c); });
 }
 
 template <int R, int C>
@@ -156,7 +247,11 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
     wsum[c] = _mm512_setzero_si512();
     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
   }
+  constexpr bool kPrefetch = R <= 2;
+  const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
   for (int64_t i = 0; i < t.k; i += 64) {
+    if (kPrefetch)
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
     const __mmask64 m = t.k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (t.k - i)) - 1;
     __m512i w[C];
 #pragma GCC unroll 8
@@ -218,7 +313,7 @@ inline int32_t reduce_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s1);
 }
 
-void int4_prepare(const float* x, int64_t k, void* out) {
+void int4_prepare(const float* x, int64_t k, int64_t, void* out, float*) {
   float* o = static_cast<float*>(out);
   for (int64_t c = 0; c < k; c += kChunk)
     for (int64_t i = 0; i < kChunk / 2; ++i) {

@@ -2,9 +2,11 @@
 // The SIMD tiles of the cpu vendor's quantised matmul (quant_gemm.cpp prepares the activations and hands
 // out the tiles), one implementation per ISA, chosen with the active ISA (cpu_kernels.h):
 //   int4 (Int4Group weights, bf16 activations): the codes are unpacked in registers, 2 x 32 nibbles (AVX-512)
-//     or 2 x 8 (AVX2) per step, their zero subtracted, and multiplied with the activations: vdpbf16ps on
-//     bf16 (AVX512_BF16), f32 FMA on the bf16-rounded values (AVX2). Each group's partial dot is scaled
-//     into an f32 accumulator; no weight is ever widened in memory.
+//     or 2 x 8 (AVX2) per step, and multiplied with the activations: on AVX512_BF16 a nibble q becomes the
+//     bf16 16 + q by two bit operations (exponent 4, q in the top mantissa bits), vdpbf16ps sums x (16 + q)
+//     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out; on AVX2 the
+//     zero is subtracted in integers and f32 FMAs run on the bf16-rounded values. Each group's partial dot
+//     is scaled into an f32 accumulator; no weight is ever widened in memory.
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on x + 128 with the
 //     weight codes' row sums taking the 128s back out (AVX512_VNNI), vpmaddubsw on |w| and sign(x, w)
 //     (AVX2; activation codes lie in [-127, 127], so no pair sum saturates).
@@ -23,6 +25,7 @@ struct Int4Tile {
   int64_t code_ld = 0;
   const float* scales = nullptr;  // [cols, groups] from the tile's first column
   const float* zeros = nullptr;   // [cols, groups], or null: 8
+  const float* x_sums = nullptr;  // [rows, groups]: each group's sum of the prepared activations
   int64_t groups = 0, group_size = 0, k = 0;
   float* out = nullptr;
   int64_t ldo = 0, rows = 0, cols = 0;
@@ -48,8 +51,9 @@ struct QuantKernels {
   int64_t int4_chunk = 0;
   int64_t int4_x_bytes = 0;  // bytes per prepared activation element (2: bf16, 4: f32)
   // One activation row as the int4 tile reads it: rounded to bf16 and, within each chunk, even channels
-  // first, then odd ones (the order of a byte's low and high nibbles).
-  void (*int4_prepare)(const float* x, int64_t k, void* out) = nullptr;
+  // first, then odd ones (the order of a byte's low and high nibbles); and each group's sum of the
+  // rounded values, in channel order (sums[k / group]).
+  void (*int4_prepare)(const float* x, int64_t k, int64_t group, void* out, float* sums) = nullptr;
   void (*int4_tile)(const Int4Tile&) = nullptr;
   void (*int8_tile)(const Int8Tile&) = nullptr;
 };
