@@ -61,6 +61,19 @@ namespace opchain::cpu::avx512q {
 
 constexpr int64_t kChunk = 64;  // int4 channels per step: 32 code bytes, 32 low and 32 high nibbles
 
+// acc += the dot products. (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12
+// keeps an array it cannot fully unroll early in memory, and the kernels then run at half speed.)
+inline void dpbf16(__m512& acc, __m512i a, __m512i b) { acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b)); }
+// vpdpbusd through asm: with the intrinsic GCC 12 keeps the int8 tile's accumulators on the stack.
+inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8)); }
+
+inline int32_t reduce_epi32(__m512i v) {
+  const __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  const __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+  const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
+}
+
 inline float reduce_ps(__m512 v) {
   const __m256 lo = _mm512_castps512_ps256(v);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -150,15 +163,16 @@ inline void int4_micro_z(const Int4Tile& t, const W& src, int64_t r0, int64_t c0
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
       if (kPrefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
         for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64) __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
+      __m512i wlo[C], whi[C];
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) {
-        __m512i wlo, whi;
-        src.get(c0 + c, chunk, wlo, whi);
+      for (int c = 0; c < C; ++c) src.get(c0 + c, chunk, wlo[c], whi[c]);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk), xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
-          gacc[r][c] = _mm512_dpbf16_ps(gacc[r][c], reinterpret_cast<__m512bh>(xe), reinterpret_cast<__m512bh>(wlo));
-          gacc[r][c] = _mm512_dpbf16_ps(gacc[r][c], reinterpret_cast<__m512bh>(xo), reinterpret_cast<__m512bh>(whi));
+      for (int r = 0; r < R; ++r) {
+        const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk), xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) {
+          dpbf16(gacc[r][c], xe, wlo[c]);
+          dpbf16(gacc[r][c], xo, whi[c]);
         }
       }
     }
@@ -206,7 +220,7 @@ void zero_terms(const Int4Tile& t) {
 }
 
 // Few rows (decode): four weight rows stream at once past the rows' activations, unpacked as they are
-// read. More rows: the tile's weights are unpacked once into a bf16 panel (in L2), then 4 x 3 micro-tiles
+// read. More rows: the tile's weights are unpacked once into a bf16 panel (in L2), then 4 x 2 micro-tiles
 // run over it.
 void int4_tile(const Int4Tile& t) {
   zero_terms(t);
@@ -234,8 +248,8 @@ void int4_tile(const Int4Tile& t) {
     }
   const FromPanel from{panel, t.k};
   int64_t c = 0;
-  for (; c + 3 <= t.cols; c += 3)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 3>(t, from, r, c); });
+  for (; c + 2 <= t.cols; c += 2)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2>(t, from, r, c); });
   for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, from, r, c); });
 }
 
@@ -243,34 +257,46 @@ template <int R, int C>
 inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
   const __m512i ones = _mm512_set1_epi8(1), flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512i acc[R][C], wsum[C];
+#pragma GCC unroll 8
   for (int c = 0; c < C; ++c) {
     wsum[c] = _mm512_setzero_si512();
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
   }
   constexpr bool kPrefetch = R <= 2;
   const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
-  for (int64_t i = 0; i < t.k; i += 64) {
+  const int8_t* wp[C];
+  const int8_t* xp[R];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) wp[c] = t.w + (c0 + c) * t.ldw;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) xp[r] = t.x + (r0 + r) * t.ldx;
+  const int64_t k = t.k;
+  for (int64_t i = 0; i < k; i += 64) {
     if (kPrefetch)
+#pragma GCC unroll 8
       for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
-    const __mmask64 m = t.k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (t.k - i)) - 1;
+    const __mmask64 m = k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - i)) - 1;
     __m512i w[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      w[c] = _mm512_maskz_loadu_epi8(m, t.w + (c0 + c) * t.ldw + i);
-      wsum[c] = _mm512_dpbusd_epi32(wsum[c], ones, w[c]);
+      w[c] = _mm512_maskz_loadu_epi8(m, wp[c] + i);
+      dpbusd(wsum[c], ones, w[c]);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(t.x + (r0 + r) * t.ldx + i), flip);  // x + 128 as u8
+      const __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(xp[r] + i), flip);  // x + 128 as u8
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], xu, w[c]);
+      for (int c = 0; c < C; ++c) dpbusd(acc[r][c], xu, w[c]);
     }
   }
+#pragma GCC unroll 8
   for (int c = 0; c < C; ++c) {
-    const int64_t ws = _mm512_reduce_add_epi32(wsum[c]);
+    const int64_t ws = reduce_epi32(wsum[c]);
     const int64_t zero = t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0;
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const int64_t total = static_cast<int64_t>(_mm512_reduce_add_epi32(acc[r][c])) - 128 * ws - zero * t.x_sums[r0 + r];
+      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - 128 * ws - zero * t.x_sums[r0 + r];
       t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
     }
   }
@@ -327,13 +353,17 @@ inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
   const __m256i low4 = _mm256_set1_epi32(0x0f);
   const int64_t per_group = t.group_size / kChunk;
   __m256 acc[R][C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
   for (int64_t g = 0; g < t.groups; ++g) {
     __m256 gacc[R][C];
     __m256i zc[C];
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       zc[c] = _mm256_set1_epi32(t.zeros ? static_cast<int>(t.zeros[(c0 + c) * t.groups + g]) : 8);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) gacc[r][c] = _mm256_setzero_ps();
     }
     const int64_t last = std::min((g + 1) * per_group, t.k / kChunk);  // the last group may be short
@@ -351,12 +381,16 @@ inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
         }
       }
     }
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const __m256 s = _mm256_set1_ps(t.scales[(c0 + c) * t.groups + g]);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(gacc[r][c], s, acc[r][c]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
 }
 
@@ -382,11 +416,14 @@ template <int R, int C>
 inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
   const __m256i ones16 = _mm256_set1_epi16(1);
   __m256i acc[R][C];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
   alignas(32) int8_t tail[C][32];
   for (int64_t i = 0; i < t.k; i += 32) {
     __m256i aw[C], w[C];
+#pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
       const int8_t* src = t.w + (c0 + c) * t.ldw + i;
       if (t.k - i >= 32) {
@@ -398,14 +435,18 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
       }
       aw[c] = _mm256_abs_epi8(w[c]);
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.x + (r0 + r) * t.ldx + i));
+#pragma GCC unroll 8
       for (int c = 0; c < C; ++c)
         acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[c], _mm256_sign_epi8(x, w[c])), ones16));
     }
   }
+#pragma GCC unroll 8
   for (int c = 0; c < C; ++c) {
     const int64_t zero = t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0;
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - zero * t.x_sums[r0 + r];
       t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
