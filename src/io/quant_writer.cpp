@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace opchain {
 
@@ -74,6 +75,14 @@ Tensor int32_tensor(const std::vector<uint32_t>& v, const Shape& s) {
 
 float round_even(float x) { return std::nearbyint(x); }
 
+// f(r) for every output row, rows split over the global pool (each row's codes and parameters are its own).
+template <class F>
+void for_rows(int64_t out, const F& f) {
+  ThreadPool::global().parallel_for(out, [&](int, int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) f(r);
+  });
+}
+
 // Each input channel's group: k / group_size, or with act-order the channel's position in a processing
 // order divided by group_size. GPTQ orders channels by its Hessian's diagonal, which it computes from the
 // layer's input, so layers that read the same input (q/k/v, gate/up) get the same g_idx. Round to nearest
@@ -135,7 +144,7 @@ std::vector<Tensor> gptq(const QuantFormatOptions& o, const float* w, int64_t ou
   std::vector<float> scales(static_cast<size_t>(groups * out));
   std::vector<int> zeros(static_cast<size_t>(groups * out));
   std::vector<uint8_t> q(static_cast<size_t>(out * in));
-  for (int64_t r = 0; r < out; ++r)
+  for_rows(out, [&](int64_t r) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       const auto& ks = members[static_cast<size_t>(gi)];
       float lo = 0.0f, hi = 0.0f;  // the range always includes 0
@@ -165,6 +174,7 @@ std::vector<Tensor> gptq(const QuantFormatOptions& o, const float* w, int64_t ou
       zeros[static_cast<size_t>(gi * out + r)] = zero;
       for (int64_t k : ks) q[static_cast<size_t>(r * in + k)] = static_cast<uint8_t>(std::clamp(round_even(w[r * in + k] / scale) + zero, 0.0f, 15.0f));
     }
+  });
   std::vector<uint32_t> qweight(static_cast<size_t>((in / 8) * out), 0), qzeros(static_cast<size_t>(groups * (out / 8)), 0);
   for (int64_t rw = 0; rw < in / 8; ++rw)
     for (int64_t r = 0; r < out; ++r)
@@ -189,7 +199,7 @@ std::vector<Tensor> awq(const QuantFormatOptions& o, const float* w, int64_t out
   std::vector<float> scales(static_cast<size_t>(groups * out));
   std::vector<int> zeros(static_cast<size_t>(groups * out), 8);
   std::vector<uint8_t> q(static_cast<size_t>(out * in));
-  for (int64_t r = 0; r < out; ++r)
+  for_rows(out, [&](int64_t r) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       const float* row = w + r * in + gi * gs;
       float lo = row[0], hi = row[0];
@@ -210,6 +220,7 @@ std::vector<Tensor> awq(const QuantFormatOptions& o, const float* w, int64_t out
       scales[static_cast<size_t>(gi * out + r)] = scale;
       zeros[static_cast<size_t>(gi * out + r)] = zero;
     }
+  });
   std::vector<uint32_t> qweight(static_cast<size_t>(in * (out / 8)), 0), qzeros(static_cast<size_t>(groups * (out / 8)), 0);
   for (int64_t k = 0; k < in; ++k)
     for (int64_t c = 0; c < out / 8; ++c)
@@ -230,13 +241,14 @@ std::vector<Tensor> awq(const QuantFormatOptions& o, const float* w, int64_t out
 std::vector<Tensor> w8a8(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in) {
   Tensor codes = Tensor::empty(DType::I8, {out, in});
   std::vector<float> scales(static_cast<size_t>(out));
-  for (int64_t r = 0; r < out; ++r) {
+  for_rows(out, [&](int64_t r) { {
     float amax = 0.0f;
     for (int64_t k = 0; k < in; ++k) amax = std::max(amax, std::fabs(w[r * in + k]));
     const float s = stored(amax > 0.0f ? amax / 127.5f : 1.0f, o.scale_dtype);  // symmetric: amax / (255 / 2)
     scales[static_cast<size_t>(r)] = s;
     for (int64_t k = 0; k < in; ++k) codes.data<int8_t>()[r * in + k] = static_cast<int8_t>(round_even(std::clamp(w[r * in + k] / s, -128.0f, 127.0f)));
   }
+  });
   return {codes, float_tensor(scales, {out, 1}, o.scale_dtype)};
 }
 
@@ -247,7 +259,7 @@ std::vector<Tensor> w4a16(const QuantFormatOptions& o, const float* w, int64_t o
   std::vector<float> scales(static_cast<size_t>(out * groups));
   std::vector<int> zps(static_cast<size_t>(out * groups), 0);
   std::vector<int> q(static_cast<size_t>(out * in));
-  for (int64_t r = 0; r < out; ++r)
+  for_rows(out, [&](int64_t r) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       const auto& ks = members[static_cast<size_t>(gi)];
       float lo = 0.0f, hi = 0.0f;
@@ -266,6 +278,7 @@ std::vector<Tensor> w4a16(const QuantFormatOptions& o, const float* w, int64_t o
       for (int64_t k : ks)
         q[static_cast<size_t>(r * in + k)] = static_cast<int>(round_even(std::clamp(w[r * in + k] / s + static_cast<float>(zp), -8.0f, 7.0f)));
     }
+  });
   const int64_t words = cdiv(in, 8);
   std::vector<uint32_t> packed(static_cast<size_t>(out * words), 0);
   for (int64_t r = 0; r < out; ++r)
