@@ -10,6 +10,11 @@ symmetric and with zero points), every quantised layer of the written model is:
   2. re-packed with compressed-tensors' pack_to_int32 from the codes it unpacked, which must reproduce
      opchain's weight_packed / weight_zero_point bytes exactly.
 
+Act-order (`weight_g_idx`) files are not compared: compressed-tensors 0.20's decompress does not read
+`weight_g_idx` (its dequantize has no group-map argument), while vLLM does; tests/quant covers them against
+the numpy reader. Checked with compressed-tensors 0.20.1: every layer of every variant agrees exactly
+(with the scales widened to f32, as the engine's f32 precision computes).
+
 Not part of CI: compressed-tensors needs torch (several GB from PyPI). Run it in a virtual environment:
 
     python3 -m venv /tmp/ct && /tmp/ct/bin/pip install compressed-tensors numpy safetensors
@@ -61,7 +66,10 @@ def check(opchain: str, model: Path, variant: str, work: Path) -> int:
         local = {k[len(m) + 1:]: v for k, v in tensors.items() if k.startswith(m + ".") and "." not in k[len(m) + 1:]}
         compressor = PackedQuantizationCompressor if packed else IntQuantizationCompressor
         ours = dequantize.dequant_ct(np_tensors, m, qc).astype(np.float32)
-        theirs = compressor.decompress(dict(local), scheme)["weight"].to(torch.float32).numpy()
+        # compressed-tensors dequantises in the scale's dtype (bf16 here); with the scales widened to f32 it
+        # computes the exact values the engine's f32 precision uses.
+        wide = dict(local, weight_scale=local["weight_scale"].to(torch.float32))
+        theirs = compressor.decompress(wide, scheme)["weight"].to(torch.float32).numpy()
         err = float(np.max(np.abs(theirs - ours)))
         worst = max(worst, err)
         if err > 1e-6:
