@@ -337,6 +337,16 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
             (p.data<uint32_t>()[o * words + k / per_word] >> (bits * (k % per_word))) & ((1u << bits) - 1);
   } else {
     const Tensor t = L.get("weight", {DType::I8}, {L.out, L.in}, "compressed-tensors int-quantized: weight int8 [out, in]");
+    if (bits == 8) {  // already the canonical int8 codes: used in place from the mapping
+      q->scheme = QuantScheme::Int8Channel;
+      q->group_size = 0;
+      if (L.has("weight_zero_point") || !a.symmetric) {
+        const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I8, DType::I32}, {L.out, 1}, "compressed-tensors: weight_zero_point [out, 1]");
+        std::vector<float> zeros(zp.begin(), zp.end());
+        set_zeros(*q, zeros, {L.out, 1}, 0.0f);
+      }
+      return Weight(t, q);
+    }
     codes_u.resize(static_cast<size_t>(L.out * L.in));
     for (int64_t i = 0; i < L.out * L.in; ++i) {
       const int64_t v = t.data<int8_t>()[i];
