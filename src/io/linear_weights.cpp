@@ -193,6 +193,7 @@ Weight gptq_linear(const Layer& L) {
     }
   set_zeros(*q, zeros, {L.out, groups}, 8.0f);
   set_group_map(L, *q, "g_idx", groups, "gptq: g_idx int32 [in], each input channel's group");
+  L.w.release(L.name("qweight"));  // converted: the mapping's copy need not stay resident
   return Weight(codes, q);
 }
 
@@ -235,6 +236,7 @@ Weight awq_linear(const Layer& L) {
       }
     set_zeros(*q, zeros, {L.out, groups}, 8.0f);
   }
+  L.w.release(L.name("qweight"));
   return Weight(codes, q);
 }
 
@@ -327,6 +329,7 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
         set_zeros(*q, zeros, {L.out, groups}, 8.0f);
       }
       set_group_map(L, *q, "weight_g_idx", groups, "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
+      L.w.release(L.name("weight_packed"));
       return Weight(codes, q);
     }
     codes_u.resize(static_cast<size_t>(L.out * L.in));

@@ -189,6 +189,14 @@ Tensor WeightStore::get_any_shape(const std::string& name) const {
   return it->second->tensor(name);
 }
 
+void WeightStore::release(const std::string& name) const {
+  const Tensor t = get_bytes(name);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.raw()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.raw()) + t.nbytes()) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
+}
+
 const SafetensorsEntry& WeightStore::entry(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);

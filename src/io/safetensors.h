@@ -59,6 +59,10 @@ class WeightStore {
   // Checks presence, shape and that the dtype is a float type; errors name file, tensor, expected and found.
   Tensor get(const std::string& name, const Shape& expected_shape) const;
   Tensor get_any_shape(const std::string& name) const;
+  // Drops the mapped pages of tensor `name` from this process (they are read back from the file if it is
+  // touched again): for tensors the loader has converted into memory of its own, so the checkpoint's
+  // bytes are not resident twice. Pages shared with a neighbouring tensor are kept.
+  void release(const std::string& name) const;
   // Any tensor's entry and bytes, whatever its rank (tools that copy tensors through).
   const SafetensorsEntry& entry(const std::string& name) const;
   Tensor get_bytes(const std::string& name) const;
