@@ -1,6 +1,9 @@
 #include "engine/quantize_model.h"
 
 #include <chrono>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <filesystem>
 #include <fstream>
 #include <list>
@@ -143,6 +146,7 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
 
   SourceCache cache(by_name, fetch);
   size_t cached_item = SIZE_MAX;
+  [[maybe_unused]] int quantised_since_trim = 0;
   std::vector<Tensor> cached;
   result.written = write_sharded_safetensors(out_dir, outputs, max_shard_bytes, [&](const TensorDecl& d, SafetensorsWriter& w) {
     auto q = produced_by.find(d.name);
@@ -173,6 +177,15 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
         cached = quantize_linear(o, w0, it.out, it.in);
       }
       cached_item = item_index;
+#if defined(__GLIBC__)
+      // Thousands of layers of a few MB each: glibc keeps the freed blocks in its heap (its mmap threshold
+      // rises after the first large free), and a 30B model then grows past the machine's memory. Give
+      // them back every so often.
+      if (++quantised_since_trim == 64) {
+        ::malloc_trim(0);
+        quantised_since_trim = 0;
+      }
+#endif
     }
     w.write(cached[part].raw(), cached[part].nbytes());
   });

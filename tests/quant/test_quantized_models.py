@@ -26,13 +26,14 @@ GOLDEN = ["tiny-llama", "tiny-qwen2-moe", "tiny-qwen3-dense", "tiny-qwen3-moe", 
 
 # Each format with its layout variants: block sizes that leave partial edge blocks and bf16 / f16 scales,
 # GPTQ sym and asym, v1 and v2, with and without act-order, AWQ with and without zero points,
-# compressed-tensors with zero points and a g_idx.
+# compressed-tensors with zero points and a g_idx, and a quantised output projection.
 VARIANTS = {
     "fp8-block": ["--format", "fp8-block", "--block", "16,48"],
     "fp8-block-bf16-scales": ["--format", "fp8-block", "--block", "128,128", "--scale-dtype", "bf16"],
     "gptq": ["--format", "gptq", "--group-size", "16"],
     "gptq-asym-v2-act-order": ["--format", "gptq", "--group-size", "16", "--symmetric", "false", "--gptq-format", "gptq_v2", "--act-order"],
     "gptq-asym-v1-channel": ["--format", "gptq", "--group-size", "-1", "--symmetric", "false"],
+    "gptq-lm-head": ["--format", "gptq", "--group-size", "32", "--lm-head"],
     "awq": ["--format", "awq", "--group-size", "16"],
     "awq-symmetric": ["--format", "awq", "--group-size", "32", "--symmetric", "true", "--scale-dtype", "bf16"],
     "w8a8": ["--format", "w8a8"],
