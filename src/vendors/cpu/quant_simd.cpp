@@ -1,4 +1,4 @@
-// The quantised matmul tiles per ISA (quant_simd.h), each in its own target region like simd.cpp, so the
+// The quantised matmul tiles per ISA (quant_simd.h), each in its own target region (isa_target.h), so the
 // build needs no -march flag.
 #include "vendors/cpu/quant_simd.h"
 
@@ -9,30 +9,7 @@
 #include "core/dtype.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define OPCHAIN_QUANT_X86 1
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define OPCHAIN_QUANT_X86 0
-#endif
-
-#define OPCHAIN_QPRAGMA(x) _Pragma(#x)
-#if defined(__clang__)
-#define OPCHAIN_QTARGET_BEGIN(isa) OPCHAIN_QPRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
-#define OPCHAIN_QTARGET_END() OPCHAIN_QPRAGMA(clang attribute pop)
-#else
-#define OPCHAIN_QTARGET_BEGIN(isa) OPCHAIN_QPRAGMA(GCC push_options) OPCHAIN_QPRAGMA(GCC target(isa))
-#define OPCHAIN_QTARGET_END() OPCHAIN_QPRAGMA(GCC pop_options)
-#endif
+#include "vendors/cpu/isa_target.h"
 
 namespace opchain::cpu {
 namespace {
@@ -55,8 +32,8 @@ inline void for_row_blocks(int64_t rows, const F& f) {
 }  // namespace
 }  // namespace opchain::cpu
 
-#if OPCHAIN_QUANT_X86
-OPCHAIN_QTARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+#if OPCHAIN_CPU_X86
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 namespace opchain::cpu::avx512q {
 
 constexpr int64_t kChunk = 64;  // int4 channels per step: 32 code bytes, 32 low and 32 high nibbles
@@ -318,9 +295,9 @@ void int8_tile(const Int8Tile& t) {
 const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_tile};
 
 }  // namespace opchain::cpu::avx512q
-OPCHAIN_QTARGET_END()
+OPCHAIN_TARGET_END()
 
-OPCHAIN_QTARGET_BEGIN("avx2,fma,f16c")
+OPCHAIN_TARGET_BEGIN("avx2,fma,f16c")
 namespace opchain::cpu::avx2q {
 
 constexpr int64_t kChunk = 16;  // int4 channels per step: 8 code bytes
@@ -464,13 +441,13 @@ void int8_tile(const Int8Tile& t) {
 const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_tile};
 
 }  // namespace opchain::cpu::avx2q
-OPCHAIN_QTARGET_END()
-#endif  // OPCHAIN_QUANT_X86
+OPCHAIN_TARGET_END()
+#endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
 
 const QuantKernels* quant_kernels() {
-#if OPCHAIN_QUANT_X86
+#if OPCHAIN_CPU_X86
   static const bool avx512_full = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&

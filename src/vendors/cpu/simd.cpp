@@ -10,33 +10,7 @@
 #include <vector>
 
 #include "vendors/cpu/cpu_common.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#define OPCHAIN_CPU_X86 1
-// GCC 12 flags the intrinsics' own `__Y = __Y` undefined-vector idiom (GCC PR105593); not our code.
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#else
-#define OPCHAIN_CPU_X86 0
-#endif
-
-// A region of functions compiled for an ISA the build flags do not enable (GCC: target pragma;
-// clang: attribute push). Only functions in it may use that ISA's intrinsics.
-#define OPCHAIN_PRAGMA(x) _Pragma(#x)
-#if defined(__clang__)
-#define OPCHAIN_TARGET_BEGIN(isa) OPCHAIN_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
-#define OPCHAIN_TARGET_END() OPCHAIN_PRAGMA(clang attribute pop)
-#else
-#define OPCHAIN_TARGET_BEGIN(isa) OPCHAIN_PRAGMA(GCC push_options) OPCHAIN_PRAGMA(GCC target(isa))
-#define OPCHAIN_TARGET_END() OPCHAIN_PRAGMA(GCC pop_options)
-#endif
+#include "vendors/cpu/isa_target.h"
 
 // Generic: GCC vector extensions, 4 lanes (SSE2 on x86-64, NEON on arm64). No FMA.
 namespace opchain::cpu::generic {
