@@ -18,14 +18,15 @@ constexpr int64_t kRowTile = 64, kColTile = 64;
 struct Prepared {
   ActivationForm form = ActivationForm::F32;
   const float* values = nullptr;  // F32: x itself (stride ldx); Bf16 / Fp8Group: prepared [rows, in]
+  float* values_out = nullptr;    // Bf16 / Fp8Group: where they are prepared (= values)
   int64_t ld = 0;
-  const int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
+  int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
   int64_t ld8 = 0;
-  const int32_t* sums = nullptr;  // Int8Token: each row's code sum
-  const float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
+  int32_t* sums = nullptr;  // Int8Token: each row's code sum
+  float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
-  const void* x4 = nullptr;       // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
-  const float* x4_sums = nullptr; // and their group sums, [rows, groups]
+  void* x4 = nullptr;        // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
+  float* x4_sums = nullptr;  // and their group sums, [rows, groups]
 };
 
 // Whether the ISA's int4 tile runs this weight (else its rows are decoded into an f32 panel).
@@ -153,6 +154,54 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
   add_bias(p, it);
 }
 
+// Rows [r0, r1) of one problem's activations in its form, into the buffers `a` points at.
+void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepared& a, int64_t r0, int64_t r1) {
+  const int64_t in = p.q->in_features;
+  switch (a.form) {
+    case ActivationForm::F32:
+      return;
+    case ActivationForm::Bf16:
+      if (a.x4) {
+        const int64_t groups = p.q->groups();
+        for (int64_t r = r0; r < r1; ++r)
+          qk->int4_prepare(p.x + r * p.ldx, in, p.q->group_size, static_cast<char*>(a.x4) + r * in * qk->int4_x_bytes,
+                           a.x4_sums + r * groups);
+        return;
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        float* vals = a.values_out + r * in;
+        for (int64_t k = 0; k < in; ++k) vals[k] = round_to_bf16(p.x[r * p.ldx + k]);
+      }
+      return;
+    case ActivationForm::Int8Token:
+      for (int64_t r = r0; r < r1; ++r) {
+        int8_t* row = a.codes + r * a.ld8;
+        float* scale = a.scales + r;
+        int32_t* sum = a.sums + r;
+        if (qk) {
+          *scale = qk->int8_prepare(p.x + r * p.ldx, in, row, sum);
+        } else {
+          *scale = quantize_row_int8(p.x + r * p.ldx, in, row);
+          int32_t total = 0;
+          for (int64_t k = 0; k < in; ++k) total += row[k];
+          *sum = total;
+        }
+        std::fill(row + in, row + a.ld8, int8_t{0});
+      }
+      return;
+    case ActivationForm::Fp8Group: {
+      thread_local std::vector<uint8_t> f8;
+      uint8_t* b = scratch(f8, static_cast<size_t>(in));
+      for (int64_t r = r0; r < r1; ++r) {
+        float* vals = a.values_out + r * in;
+        quantize_row_fp8(p.x + r * p.ldx, in, a.group, b, a.scales + r * a.groups);
+        for (int64_t k = 0; k < in; ++k) vals[k] = f8e4m3_to_f32(b[k]);
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision precision) {
@@ -195,6 +244,16 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   float* scales = scratch(scale_buf, std::max<size_t>(scale_total, 1));
   int32_t* sums = scratch(sum_buf, std::max<size_t>(sum_total, 1));
   char* x4 = scratch(x4_buf, std::max<size_t>(x4_total, 1));
+  // Each problem's share of the buffers first, then its rows prepared in parallel (chunks of rows over
+  // every problem: a prefill's one big problem and an MoE step's many small ones both spread).
+  struct PrepChunk {
+    uint32_t problem;
+    int64_t r0, r1;
+  };
+  thread_local std::vector<PrepChunk> chunks_buf;
+  std::vector<PrepChunk>& chunks = chunks_buf;
+  chunks.clear();
+  int64_t prep_cost = 0;
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
@@ -203,56 +262,46 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       case ActivationForm::F32:
         a.values = p.x;
         a.ld = p.ldx;
-        break;
+        continue;  // nothing to prepare
       case ActivationForm::Bf16:
         if (int4_tile_fits(qk, *p.q, a.form)) {
           a.x4 = x4;
           a.x4_sums = scales;
-          const int64_t groups = p.q->groups();
-          for (int64_t r = 0; r < p.rows; ++r)
-            qk->int4_prepare(p.x + r * p.ldx, in, p.q->group_size, x4 + r * in * qk->int4_x_bytes, scales + r * groups);
           x4 += p.rows * in * qk->int4_x_bytes;
-          scales += p.rows * groups;
+          scales += p.rows * p.q->groups();
           break;
         }
-        a.values = vals;
+        a.values = a.values_out = vals;
         a.ld = in;
-        for (int64_t r = 0; r < p.rows; ++r)
-          for (int64_t k = 0; k < in; ++k) vals[r * in + k] = round_to_bf16(p.x[r * p.ldx + k]);
         vals += p.rows * in;
         break;
       case ActivationForm::Int8Token:
         a.codes = codes;
         a.scales = scales;
         a.sums = sums;
-        for (int64_t r = 0; r < p.rows; ++r) {
-          int8_t* row = codes + r * a.ld8;
-          scales[r] = quantize_row_int8(p.x + r * p.ldx, in, row);
-          std::fill(row + in, row + a.ld8, int8_t{0});
-          int32_t sum = 0;
-          for (int64_t k = 0; k < in; ++k) sum += row[k];
-          sums[r] = sum;
-        }
         codes += p.rows * a.ld8;
         scales += p.rows;
         sums += p.rows;
         break;
-      case ActivationForm::Fp8Group: {
-        a.values = vals;
+      case ActivationForm::Fp8Group:
+        a.values = a.values_out = vals;
         a.ld = in;
         a.scales = scales;
-        thread_local std::vector<uint8_t> f8;
-        uint8_t* b = scratch(f8, static_cast<size_t>(in));
-        for (int64_t r = 0; r < p.rows; ++r) {
-          quantize_row_fp8(p.x + r * p.ldx, in, a.group, b, scales + r * a.groups);
-          for (int64_t k = 0; k < in; ++k) vals[r * in + k] = f8e4m3_to_f32(b[k]);
-        }
         vals += p.rows * in;
         scales += p.rows * a.groups;
         break;
-      }
     }
+    constexpr int64_t kPrepRows = 16;
+    for (int64_t r0 = 0; r0 < p.rows; r0 += kPrepRows)
+      chunks.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kPrepRows, p.rows)});
+    prep_cost += p.rows * in;
   }
+  parallel_dynamic(chunks.size(), prep_cost, [&](size_t ci) {
+    const PrepChunk& ch = chunks[ci];
+    const QuantGemmProblem& p = problems[ch.problem];
+    const Prepared& a = prep[ch.problem];
+    prepare_rows(qk, p, a, ch.r0, ch.r1);
+  });
   // Tiles of rows x output features, handed out from a shared counter (parallel_dynamic).
   thread_local std::vector<Item> items_buf;
   std::vector<Item>& items = items_buf;

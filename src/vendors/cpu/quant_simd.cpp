@@ -3,6 +3,7 @@
 #include "vendors/cpu/quant_simd.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -230,16 +231,18 @@ void int4_tile(const Int4Tile& t) {
   for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, from, r, c); });
 }
 
+// The weight codes flipped to w + 128 (u8) times the activation codes (s8): sum_k x (w + 128) =
+// sum_k x w + 128 sum_k x, and the row's code sum (t.x_sums) takes the 128s and the zero point back out.
+// (Flipping the weights rather than the activations needs no weight sums: 4 in 5 vpdpbusd did useful
+// work before, every one now.)
 template <int R, int C>
 inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
-  const __m512i ones = _mm512_set1_epi8(1), flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i acc[R][C], wsum[C];
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[R][C];
 #pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    wsum[c] = _mm512_setzero_si512();
+  for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
-  }
   constexpr bool kPrefetch = R <= 2;
   const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
   const int8_t* wp[C];
@@ -253,30 +256,56 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
     if (kPrefetch)
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
+    // Past k the activation codes are zero (Int8Tile::x), so whatever the flipped padding adds is 0.
     const __mmask64 m = k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - i)) - 1;
     __m512i w[C];
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      w[c] = _mm512_maskz_loadu_epi8(m, wp[c] + i);
-      dpbusd(wsum[c], ones, w[c]);
-    }
+    for (int c = 0; c < C; ++c) w[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, wp[c] + i), flip);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512i xu = _mm512_xor_si512(_mm512_loadu_si512(xp[r] + i), flip);  // x + 128 as u8
+      const __m512i xs = _mm512_loadu_si512(xp[r] + i);
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) dpbusd(acc[r][c], xu, w[c]);
+      for (int c = 0; c < C; ++c) dpbusd(acc[r][c], w[c], xs);
     }
   }
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) {
-    const int64_t ws = reduce_epi32(wsum[c]);
-    const int64_t zero = t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0;
+    const int64_t offset = 128 + (t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - 128 * ws - zero * t.x_sums[r0 + r];
+      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - offset * t.x_sums[r0 + r];
       t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
     }
   }
+}
+
+// quantize_row_int8 (core/quant.h) 16 lanes at a time, with the same operations per element: the
+// amax, 127 / amax, x * inv rounded to nearest even (the default MXCSR mode, as nearbyint) and
+// saturated to int8.
+float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
+    amax = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(m, x + i)), amax);  // a NaN lane keeps amax, as std::max
+  }
+  const float a = _mm512_reduce_max_ps(amax);
+  if (!(a > 0.0f)) {
+    std::memset(q, 0, static_cast<size_t>(k));
+    *sum = 0;
+    return 0.0f;
+  }
+  const __m512 inv = _mm512_set1_ps(127.0f / a);
+  __m512i s = _mm512_setzero_si512();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
+    const __m512i v = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv)),
+                                                        _mm512_set1_epi32(127)),
+                                       _mm512_set1_epi32(-128));
+    _mm512_mask_cvtepi32_storeu_epi8(q + i, m, v);
+    s = _mm512_add_epi32(s, v);
+  }
+  *sum = _mm512_reduce_add_epi32(s);
+  return a / 127.0f;
 }
 
 void int8_tile(const Int8Tile& t) {
@@ -292,7 +321,7 @@ void int8_tile(const Int8Tile& t) {
   for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
-const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_tile};
+const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile};
 
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
@@ -431,6 +460,43 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
   }
 }
 
+// quantize_row_int8 eight lanes at a time, with the same operations per element (see avx512q).
+float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 amax = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) amax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), amax);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, amax);
+  float a = 0.0f;
+  for (float v : lanes) a = std::max(a, v);
+  for (; i < k; ++i) a = std::max(a, std::fabs(x[i]));
+  if (!(a > 0.0f)) {
+    std::memset(q, 0, static_cast<size_t>(k));
+    *sum = 0;
+    return 0.0f;
+  }
+  const float inv_s = 127.0f / a;
+  const __m256 inv = _mm256_set1_ps(inv_s);
+  __m256i s = _mm256_setzero_si256();
+  i = 0;
+  for (; i + 8 <= k; i += 8) {
+    const __m256i v = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv)),
+                                                        _mm256_set1_epi32(127)),
+                                       _mm256_set1_epi32(-128));
+    s = _mm256_add_epi32(s, v);
+    const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(w16, w16));
+  }
+  int32_t total = reduce_epi32(s);
+  for (; i < k; ++i) {
+    q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv_s), -128.0f, 127.0f));
+    total += q[i];
+  }
+  *sum = total;
+  return a / 127.0f;
+}
+
 void int8_tile(const Int8Tile& t) {
   int64_t c = 0;
   for (; c + 4 <= t.cols; c += 4)
@@ -438,7 +504,7 @@ void int8_tile(const Int8Tile& t) {
   for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
-const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_tile};
+const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_prepare, int8_tile};
 
 }  // namespace opchain::cpu::avx2q
 OPCHAIN_TARGET_END()

@@ -7,8 +7,8 @@
 //     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out; on AVX2 the
 //     zero is subtracted in integers and f32 FMAs run on the bf16-rounded values. Each group's partial dot
 //     is scaled into an f32 accumulator; no weight is ever widened in memory.
-//   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on x + 128 with the
-//     weight codes' row sums taking the 128s back out (AVX512_VNNI), vpmaddubsw on |w| and sign(x, w)
+//   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
+//     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI), vpmaddubsw on |w| and sign(x, w)
 //     (AVX2; activation codes lie in [-127, 127], so no pair sum saturates).
 // Every output element is one fixed sequence of operations over its own row and weight row (Note [cpu
 // kernels]): the tile shape never changes a value.
@@ -55,6 +55,8 @@ struct QuantKernels {
   // rounded values, in channel order (sums[k / group]).
   void (*int4_prepare)(const float* x, int64_t k, int64_t group, void* out, float* sums) = nullptr;
   void (*int4_tile)(const Int4Tile&) = nullptr;
+  // One activation row as quantize_row_int8 codes it (the same codes and scale), and the codes' sum.
+  float (*int8_prepare)(const float* x, int64_t k, int8_t* codes, int32_t* sum) = nullptr;
   void (*int8_tile)(const Int8Tile&) = nullptr;
 };
 
