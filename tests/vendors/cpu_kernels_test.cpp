@@ -117,17 +117,19 @@ TEST(CpuBatchInvariance, Linear) {
 }
 
 // Quantised weights in their format's precision: int4 groups (the SIMD tile's and the panel path's
-// group sizes) and int8 channels (integer dots), row r alone == row r in a batch, bit for bit.
+// group sizes) and int8 channels (integer dots), row r alone == row r in a batch, bit for bit. 8200
+// output features: a lone row runs in the decode path's wide tiles (1024 columns), the batch in 64.
 TEST(CpuBatchInvariance, QuantizedLinear) {
   EnvGuard guard;
   std::mt19937 g(11);
-  const int64_t in = 256, out_f = 72;
+  const int64_t in = 256;
   Tensor x = rand_f32(g, {kBatch, in});
   for (cpu::Isa isa : supported_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     ASSERT_TRUE(cpu::set_active_isa(isa));
-    for (auto [dt, variant] : {std::pair{DType::U8, 0}, std::pair{DType::U8, 1}, std::pair{DType::U8, 3}, std::pair{DType::I8, 1}}) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant));
+    for (auto [dt, variant, out_f] : {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
+                                      std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200}, std::tuple{DType::I8, 1, 8200}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant) + " out " + std::to_string(out_f));
       const Weight w = make_quant_weight(g, dt, variant, out_f, in);
       const auto k = cpu_kernel<OpType::Linear>(dt);
       Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});

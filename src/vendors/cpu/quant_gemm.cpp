@@ -11,7 +11,7 @@ namespace opchain::cpu {
 
 namespace {
 
-constexpr int64_t kRowTile = 64, kColTile = 64;
+constexpr int64_t kRowTile = 64, kColTile = 64, kMaxDecodeColTile = 1024;
 
 // One problem's activations as its activation form prepares them, row by row: once per call, before
 // any tile (every column tile of a row reads the same prepared row).
@@ -306,13 +306,32 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   thread_local std::vector<Item> items_buf;
   std::vector<Item>& items = items_buf;
   items.clear();
+  // Decode (every problem a row or two): each tile streams its weight rows once, prefetching ahead
+  // (quant_simd.cpp), so wide tiles keep the streams long and the prefetch running into the tile's own
+  // next rows; still several tiles per thread, so a thread held up by a neighbour is balanced out.
+  // More rows: kColTile columns, whose unpacked weights stay in L2 while the rows pass.
+  int64_t col_tile = kColTile;
+  // (Only where the SIMD tiles run: the other paths decode a tile's weights into an f32 panel first.)
+  bool decode = true;
+  for (size_t i = 0; i < count; ++i)
+    decode = decode && problems[i].rows <= 2 && (prep[i].x4 || (prep[i].form == ActivationForm::Int8Token && qk));
+  if (decode) {
+    const int threads = ThreadPool::global().num_threads();
+    auto tiles_with = [&](int64_t tile) {
+      int64_t n = 0;
+      for (size_t i = 0; i < count; ++i) n += (problems[i].n + tile - 1) / tile;
+      return n;
+    };
+    col_tile = kMaxDecodeColTile;
+    while (col_tile > kColTile && tiles_with(col_tile) < 4 * threads) col_tile /= 2;
+  }
   int64_t total = 0;
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
-    for (int64_t c0 = 0; c0 < p.n; c0 += kColTile)
+    for (int64_t c0 = 0; c0 < p.n; c0 += col_tile)
       for (int64_t r0 = 0; r0 < p.rows; r0 += kRowTile) {
-        items.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kRowTile, p.rows), c0, std::min(c0 + kColTile, p.n)});
-        total += (std::min(r0 + kRowTile, p.rows) - r0 + 4) * (std::min(c0 + kColTile, p.n) - c0) * p.q->in_features;
+        items.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kRowTile, p.rows), c0, std::min(c0 + col_tile, p.n)});
+        total += (std::min(r0 + kRowTile, p.rows) - r0 + 4) * (std::min(c0 + col_tile, p.n) - c0) * p.q->in_features;
       }
   }
   std::vector<Prepared>& prepared = prep;
