@@ -30,6 +30,8 @@ struct LLMEngine::Sequence {
   std::unique_ptr<IncrementalDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
   std::string text;
+  std::vector<StepLogprobs> logprobs;  // every output token's, when asked for
+  size_t logprobs_sent = 0;            // how many of them stream events carried
   FinishReason finish_reason = FinishReason::None;
   bool done = false;
 
@@ -76,6 +78,9 @@ uint64_t LLMEngine::add_request(GenerationRequest req, StreamCallback on_event) 
                                  std::to_string(c.vocab_size) + ")");
   if (req.max_new_tokens <= 0)
     throw InvalidArgumentError("max_new_tokens must be positive, got " + std::to_string(req.max_new_tokens));
+  if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
+    throw InvalidArgumentError("logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (or -1: none), got " +
+                               std::to_string(req.logprobs));
   const int64_t prompt = static_cast<int64_t>(req.prompt_ids.size());
   if (prompt + req.max_new_tokens > max_context())
     throw InvalidArgumentError("prompt of " + std::to_string(prompt) + " tokens plus max_new_tokens " +
@@ -191,6 +196,7 @@ void LLMEngine::finish(Sequence& s, FinishReason reason) {
     ev.text_delta = r.emit + (r.stopped ? std::string() : s.stop->flush());
   }
   s.text += ev.text_delta;
+  take_logprobs(s, ev);
   ev.finished = true;
   ev.finish_reason = reason;
   ev.prompt_tokens = s.prompt_len;
@@ -199,12 +205,19 @@ void LLMEngine::finish(Sequence& s, FinishReason reason) {
   out.request_id = s.id;
   out.ids.assign(s.tokens.begin() + s.prompt_len, s.tokens.end());
   out.text = s.text;
+  out.logprobs = s.logprobs;
   out.prompt_tokens = s.prompt_len;
   out.completion_tokens = s.generated();
   out.finish_reason = reason;
   // Streaming callers get everything through events; only generate()-style callers collect outputs.
   if (!s.on_event) finished_.push_back(std::move(out));
   if (s.on_event) s.on_event(ev);
+}
+
+// The logprobs of the tokens whose text an event carries: all not yet sent.
+void LLMEngine::take_logprobs(Sequence& s, StreamEvent& ev) {
+  ev.logprobs.assign(s.logprobs.begin() + static_cast<std::ptrdiff_t>(s.logprobs_sent), s.logprobs.end());
+  s.logprobs_sent = s.logprobs.size();
 }
 
 void LLMEngine::emit(Sequence& s, int32_t token) {
@@ -221,6 +234,7 @@ void LLMEngine::emit(Sequence& s, int32_t token) {
     stopped_by_string = r.stopped;
   }
   s.text += ev.text_delta;
+  if (!ev.text_delta.empty()) take_logprobs(s, ev);
   {
     std::lock_guard lock(stats_mu_);
     ++stats_.generated_tokens_total;
@@ -321,7 +335,10 @@ bool LLMEngine::step() {
     const std::span<const float> row(logits.data<float>() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab));
     const std::span<const int32_t> prompt(s.tokens.data(), static_cast<size_t>(s.prompt_len));
     const std::span<const int32_t> output(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated()));
-    emit(s, s.sampler->sample(row, prompt, output));
+    const int32_t token = s.sampler->sample(row, prompt, output);
+    if (s.req.logprobs >= 0 && std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), token) == s.req.stop_token_ids.end())
+      s.logprobs.push_back(step_logprobs(row, token, s.req.logprobs));
+    emit(s, token);
   }
 
   // Finished streaming sequences are dropped here, never while the plan above still points at them.

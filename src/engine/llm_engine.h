@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "engine/detokenizer.h"
 #include "engine/kv_cache.h"
+#include "engine/logprobs.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
 #include "engine/stop_matcher.h"
@@ -44,6 +45,9 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;    // empty: the model's eos ids
   bool ignore_eos = false;
   bool skip_special_tokens = true;
+  // -1: none. 0..kMaxTopLogprobs: each output token's log-probability and this many most likely
+  // alternatives (engine/logprobs.h). Stop tokens, which add no text, get none.
+  int logprobs = -1;
 };
 
 enum class FinishReason { None, Stop, Length, Aborted };
@@ -54,6 +58,9 @@ struct StreamEvent {
   uint64_t request_id = 0;
   int32_t token = -1;        // the token sampled this step (-1 on an abort)
   std::string text_delta;    // complete UTF-8 text that became safe to show
+  // With GenerationRequest::logprobs: the tokens whose text this event completes (text held back
+  // for a multi-byte character or a possible stop string arrives later with its tokens).
+  std::vector<StepLogprobs> logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::None;
   // Set on the finished event: a stop token or a last token with no text sends no event of its
@@ -66,6 +73,7 @@ struct RequestOutput {
   uint64_t request_id = 0;
   std::vector<int32_t> ids;  // generated ids (the eos id included when it stopped the request)
   std::string text;
+  std::vector<StepLogprobs> logprobs;  // with GenerationRequest::logprobs: one per output token but stop tokens
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   FinishReason finish_reason = FinishReason::None;
@@ -125,6 +133,7 @@ class LLMEngine {
   void preempt(Sequence& s);
   bool ensure_blocks(Sequence& s, int64_t tokens);
   void emit(Sequence& s, int32_t token);
+  void take_logprobs(Sequence& s, StreamEvent& ev);
   void publish_stats(double step_ms);  // step_ms < 0: counts only
 
   const CausalLM& model_;
