@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/logprobs.h"
+
 namespace opchain::server {
 
 using ojson = nlohmann::ordered_json;
@@ -139,7 +141,9 @@ ojson parse_messages(const ojson& j) {
     if (content) {
       copy["content"] = normalise_content(*content, i);
     } else if (r == "assistant" && field(m, "tool_calls")) {
-      copy["content"] = nullptr;  // an assistant turn that only calls tools
+      // An assistant turn that only called tools: the official clients send it back with "content":
+      // null. Templates search and index the content, so to them it is the empty string (as in vLLM).
+      copy["content"] = "";
     } else {
       bad(param + ".content", "'" + param + ".content' is required");
     }
@@ -218,13 +222,6 @@ std::vector<std::string> parse_stop(const ojson& j, const ProtocolLimits& lim) {
 // Parameters this server cannot honour: refused with a 400 rather than dropped, so a client never
 // believes it got log probabilities, JSON mode or a forced tool call that did not happen.
 void refuse_unsupported(const ojson& j, Endpoint ep) {
-  if (const ojson* v = field(j, "logprobs")) {
-    if ((v->is_boolean() && v->get<bool>()) || (v->is_number() && v->get<double>() != 0)) unsupported("logprobs", "'logprobs'");
-    if (!v->is_boolean() && !v->is_number()) bad("logprobs", "'logprobs' must be a boolean or an integer");
-  }
-  if (const ojson* v = field(j, "top_logprobs"); v && !(v->is_number() && v->get<double>() == 0))
-    unsupported("top_logprobs", "'top_logprobs'");
-  if (auto echo = boolean(j, "echo"); echo && *echo) unsupported("echo", "'echo'");
   if (const ojson* v = field(j, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
     unsupported("suffix", "'suffix'");
   if (const ojson* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty())) unsupported("logit_bias", "'logit_bias'");
@@ -234,12 +231,74 @@ void refuse_unsupported(const ojson& j, Endpoint ep) {
     if (*t != "text") unsupported("response_format", "response_format type '" + t->get<std::string>() + "'");
   }
   if (auto min_tokens = integer(j, "min_tokens"); min_tokens && *min_tokens > 0) unsupported("min_tokens", "'min_tokens'");
+}
+
+// Chat: logprobs (a boolean) and top_logprobs (0..20, only with logprobs); completions: logprobs (an
+// integer 0..20, or null) and echo. Echo with logprobs would need the prompt's log-probabilities,
+// which the engine does not compute: refused rather than answered without them.
+void parse_logprobs(const ojson& j, Endpoint ep, const ProtocolLimits& lim, ParsedRequest& r) {
+  const std::string top_range = "between 0 and " + std::to_string(kMaxTopLogprobs);
   if (ep == Endpoint::Chat) {
-    if (const ojson* v = field(j, "tool_choice")) {
-      if (!(v->is_string() && (*v == "none" || *v == "auto")))
-        unsupported("tool_choice", "a tool_choice other than \"none\" or \"auto\"");
+    const bool on = boolean(j, "logprobs").value_or(false);
+    std::optional<int64_t> top;
+    if (field(j, "top_logprobs")) {
+      top = integer(j, "top_logprobs");
+      if (*top < 0 || *top > kMaxTopLogprobs) bad("top_logprobs", "'top_logprobs' must be " + top_range + ", got " + std::to_string(*top));
+      if (!on && *top > 0) bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
     }
+    r.logprobs = on ? static_cast<int>(top.value_or(0)) : -1;
+    if (r.logprobs >= 0 && !lim.serves_logprobs) unsupported("logprobs", "'logprobs'");
+    return;
   }
+  if (field(j, "logprobs")) {
+    const int64_t n = *integer(j, "logprobs");
+    if (n < 0 || n > kMaxTopLogprobs) bad("logprobs", "'logprobs' must be " + top_range + ", got " + std::to_string(n));
+    r.logprobs = static_cast<int>(n);
+  }
+  if (r.logprobs >= 0 && !lim.serves_logprobs) unsupported("logprobs", "'logprobs'");
+  r.echo = boolean(j, "echo").value_or(false);
+  if (r.echo && !lim.serves_echo) unsupported("echo", "'echo'");
+  if (r.echo && r.logprobs >= 0)
+    unsupported("echo", "'echo' together with 'logprobs' (the prompt's log-probabilities are not computed)");
+}
+
+// tool_choice: "none", "auto", "required" or {"type": "function", "function": {"name": ...}} naming one
+// of the request's tools.
+void parse_tool_choice(const ojson& j, ParsedRequest& r) {
+  const ojson* v = field(j, "tool_choice");
+  if (!v || v->is_null()) return;
+  if (v->is_string()) {
+    const std::string c = v->get<std::string>();
+    if (c == "none") r.tool_choice = ToolChoiceMode::None;
+    else if (c == "auto") r.tool_choice = ToolChoiceMode::Auto;
+    else if (c == "required") r.tool_choice = ToolChoiceMode::Required;
+    else bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got '" + c + "'");
+  } else if (v->is_object()) {
+    const ojson* type = field(*v, "type");
+    const ojson* fn = field(*v, "function");
+    const ojson* name = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+    if (!type || *type != "function" || !name || !name->is_string())
+      bad("tool_choice", "a named 'tool_choice' must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    r.tool_choice = ToolChoiceMode::Named;
+    r.tool_choice_name = name->get<std::string>();
+  } else {
+    bad("tool_choice", "'tool_choice' must be a string or an object, got " + type_name(*v));
+  }
+  if ((r.tool_choice == ToolChoiceMode::Required || r.tool_choice == ToolChoiceMode::Named) && r.tools.is_null())
+    bad("tool_choice", "'tool_choice' " + std::string(r.tool_choice == ToolChoiceMode::Named ? "naming a function" : "\"required\"") +
+                           " needs 'tools'");
+  if (r.tool_choice == ToolChoiceMode::Named) {
+    bool found = false;
+    for (const ojson& t : r.tools) {
+      const ojson* f = t.is_object() ? field(t, "function") : nullptr;
+      const ojson* n = f && f->is_object() ? field(*f, "name") : nullptr;
+      found = found || (n && *n == r.tool_choice_name);
+    }
+    if (!found) bad("tool_choice", "'tool_choice' names function '" + r.tool_choice_name + "', which is not in 'tools'");
+  }
+  // Forcing a call needs decoding constrained to the call's form; until the server has it, refused.
+  if (r.tool_choice == ToolChoiceMode::Required || r.tool_choice == ToolChoiceMode::Named)
+    unsupported("tool_choice", "a tool_choice that forces a call (\"required\" or a named function)");
 }
 
 }  // namespace
@@ -282,6 +341,8 @@ ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingPa
     r.prompts = parse_prompts(j);
   }
   refuse_unsupported(j, ep);
+  parse_logprobs(j, ep, lim, r);
+  if (ep == Endpoint::Chat) parse_tool_choice(j, r);
 
   // max_completion_tokens is OpenAI's newer name; when both are sent it is the one that counts.
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
@@ -392,14 +453,40 @@ static nlohmann::json envelope(const ResponseMeta& meta, bool chunk) {
           {"model", meta.model}};
 }
 
+static nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, int first_index, bool streaming) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    nlohmann::json c{{"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streaming) c["index"] = first_index + static_cast<int>(i);
+    arr.push_back(std::move(c));
+  }
+  return arr;
+}
+
+// "tool_calls" when a choice that called tools ended at a stop (OpenAI's finish reason for a tool turn).
+static nlohmann::json finish_json(FinishReason r, bool called_tools) {
+  if (called_tools && r == FinishReason::Stop) return "tool_calls";
+  return finish_json(r);
+}
+
 nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                                    const Usage& usage) {
   nlohmann::json out = envelope(meta, false);
   nlohmann::json arr = nlohmann::json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
-    nlohmann::json c{{"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_json(choices[i].finish_reason)}};
-    if (meta.endpoint == Endpoint::Chat) c["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
-    else c["text"] = choices[i].text;
+    const ChoiceResult& ch = choices[i];
+    nlohmann::json c{{"index", i}, {"logprobs", ch.logprobs}, {"finish_reason", finish_json(ch.finish_reason, !ch.tool_calls.empty())}};
+    if (meta.endpoint == Endpoint::Chat) {
+      nlohmann::json msg{{"role", "assistant"}, {"content", ch.text}};
+      if (!ch.tool_calls.empty()) {
+        if (ch.text.empty()) msg["content"] = nullptr;
+        msg["tool_calls"] = tool_calls_json(ch.tool_calls, 0, false);
+      }
+      if (ch.has_reasoning) msg["reasoning_content"] = ch.reasoning;
+      c["message"] = std::move(msg);
+    } else {
+      c["text"] = ch.text;
+    }
     arr.push_back(std::move(c));
   }
   out["choices"] = std::move(arr);
@@ -409,16 +496,25 @@ nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<C
 
 nlohmann::json stream_chunk(const ResponseMeta& meta, int index, const std::string& text, bool role,
                             std::optional<FinishReason> finish, bool include_usage) {
+  ChunkDelta d;
+  d.content = text;
+  return stream_chunk(meta, index, d, role, finish, false, include_usage);
+}
+
+nlohmann::json stream_chunk(const ResponseMeta& meta, int index, const ChunkDelta& d, bool role,
+                            std::optional<FinishReason> finish, bool called_tools, bool include_usage) {
   nlohmann::json out = envelope(meta, true);
-  nlohmann::json c{{"index", index}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-  if (finish) c["finish_reason"] = finish_json(*finish);
+  nlohmann::json c{{"index", index}, {"logprobs", d.logprobs}, {"finish_reason", nullptr}};
+  if (finish) c["finish_reason"] = finish_json(*finish, called_tools);
   if (meta.endpoint == Endpoint::Chat) {
     nlohmann::json delta = nlohmann::json::object();
     if (role) delta["role"] = "assistant";
-    if (role || !text.empty()) delta["content"] = text;
+    if (role || !d.content.empty()) delta["content"] = d.content;
+    if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+    if (!d.tool_calls.empty()) delta["tool_calls"] = tool_calls_json(d.tool_calls, d.first_tool_index, true);
     c["delta"] = std::move(delta);
   } else {
-    c["text"] = text;
+    c["text"] = d.content;
   }
   out["choices"] = nlohmann::json::array({std::move(c)});
   if (include_usage) out["usage"] = nullptr;

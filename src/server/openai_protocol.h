@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "engine/llm_engine.h"
 #include "engine/sampler.h"
+#include "server/tool_calls.h"
 
 namespace opchain::server {
 
@@ -46,6 +47,9 @@ struct ProtocolLimits {
   int max_sequences = 64;    // prompts x n in one request
   int max_stop = 16;         // stop strings
   size_t max_stop_chars = 256;
+  // What the serving side fills in (the parser knows them all; a server that cannot answer with them
+  // refuses them rather than dropping them).
+  bool serves_logprobs = false, serves_echo = false;
 };
 
 // One completions prompt: text to tokenize, or token ids the client already has.
@@ -54,6 +58,8 @@ struct PromptInput {
   std::vector<int32_t> ids;
   bool is_ids = false;
 };
+
+enum class ToolChoiceMode { Auto, None, Required, Named };
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::Chat;
@@ -70,6 +76,10 @@ struct ParsedRequest {
   bool include_usage = false;                  // stream_options.include_usage
   bool ignore_eos = false;                     // vLLM extension
   bool skip_special_tokens = true;             // vLLM extension
+  ToolChoiceMode tool_choice = ToolChoiceMode::Auto;  // chat
+  std::string tool_choice_name;                // ToolChoiceMode::Named: one of `tools`
+  int logprobs = -1;                           // GenerationRequest::logprobs (chat: top_logprobs when logprobs)
+  bool echo = false;                           // completions: the prompt's text before the completion
 };
 
 // Parses and validates a request body. Throws ApiError (400 for malformed JSON, wrong types and
@@ -81,8 +91,20 @@ ParsedRequest parse_request(std::string_view body, Endpoint endpoint, const Samp
 const char* openai_finish_reason(FinishReason r);
 
 struct ChoiceResult {
-  std::string text;
+  std::string text;  // chat: the content (without reasoning and tool-call markup)
   FinishReason finish_reason = FinishReason::None;
+  std::string reasoning;             // chat with a thinking template: message.reasoning_content
+  bool has_reasoning = false;
+  std::vector<ToolCall> tool_calls;  // chat: finish_reason "tool_calls" when it stopped after them
+  nlohmann::json logprobs;           // null, or the endpoint's logprobs object (server/logprobs_json.h)
+};
+
+// What one streaming chunk adds to a choice.
+struct ChunkDelta {
+  std::string content, reasoning;
+  std::vector<ToolCall> tool_calls;  // whole calls, numbered from first_tool_index within the choice
+  int first_tool_index = 0;
+  nlohmann::json logprobs;  // null, or the endpoint's logprobs object for the chunk's tokens
 };
 
 struct Usage {
@@ -105,6 +127,10 @@ nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<C
 // include_usage: the chunk carries "usage": null, as OpenAI does once usage was asked for.
 nlohmann::json stream_chunk(const ResponseMeta& meta, int index, const std::string& text, bool role,
                             std::optional<FinishReason> finish, bool include_usage);
+// The same with reasoning, tool calls and logprobs. `called_tools`: the choice made tool calls, so a
+// finish by a stop reports "tool_calls".
+nlohmann::json stream_chunk(const ResponseMeta& meta, int index, const ChunkDelta& delta, bool role,
+                            std::optional<FinishReason> finish, bool called_tools, bool include_usage);
 // The chunk after the last choice finished when stream_options.include_usage: no choices, usage.
 nlohmann::json usage_chunk(const ResponseMeta& meta, const Usage& usage);
 // One server-sent event: "data: <json>\n\n" (invalid UTF-8 from a model is replaced, not thrown).

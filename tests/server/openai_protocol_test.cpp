@@ -11,6 +11,7 @@ ProtocolLimits limits() {
   ProtocolLimits l;
   l.served_model = "tiny";
   l.max_context = 512;
+  l.serves_logprobs = l.serves_echo = true;
   return l;
 }
 
@@ -163,15 +164,16 @@ TEST(OpenAIProtocol, UnknownModelIs404) {
   EXPECT_EQ(e.code(), "model_not_found");
 }
 
+const std::string kTools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+
 TEST(OpenAIProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
-  for (const std::string field : {R"("logprobs": true)", R"("top_logprobs": 2)", R"("logit_bias": {"1": 5})",
-                                  R"("response_format": {"type": "json_object"})", R"("tool_choice": "required")",
-                                  R"("min_tokens": 3)", R"("best_of": 3)"}) {
+  for (const std::string& field : {std::string(R"("logit_bias": {"1": 5})"), std::string(R"("response_format": {"type": "json_object"})"),
+                                   R"("tool_choice": "required", )" + kTools, std::string(R"("min_tokens": 3)"), std::string(R"("best_of": 3)")}) {
     const auto e = error_of("{" + kMsgs + ", " + field + "}");
     EXPECT_EQ(e.status(), 400) << field;
     EXPECT_EQ(e.code(), "unsupported_parameter") << field;
   }
-  EXPECT_EQ(error_of(R"({"prompt": "x", "echo": true})", Endpoint::Completion).param(), "echo");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "echo": true, "logprobs": 2})", Endpoint::Completion).param(), "echo");
   EXPECT_EQ(error_of(R"({"prompt": "x", "suffix": "y"})", Endpoint::Completion).param(), "suffix");
   // The harmless spellings of "off" pass.
   EXPECT_NO_THROW(chat("{" + kMsgs + R"(, "logprobs": false, "logit_bias": {}, "response_format": {"type": "text"},
@@ -293,6 +295,78 @@ TEST(OpenAIProtocol, ModelsList) {
   EXPECT_EQ(j["data"][0]["id"], "tiny");
   EXPECT_EQ(j["data"][0]["object"], "model");
   EXPECT_EQ(j["data"][0]["max_model_len"], 512);
+}
+
+
+TEST(OpenAIProtocol, LogprobsChatAndCompletions) {
+  EXPECT_EQ(chat("{" + kMsgs + "}").logprobs, -1);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "logprobs": true})").logprobs, 0);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "logprobs": true, "top_logprobs": 20})").logprobs, 20);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "logprobs": false, "top_logprobs": 0})").logprobs, -1);
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "top_logprobs": 3})").param(), "top_logprobs");  // needs logprobs
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "logprobs": true, "top_logprobs": 21})").param(), "top_logprobs");
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "logprobs": true, "top_logprobs": -1})").param(), "top_logprobs");
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "logprobs": "yes"})").param(), "logprobs");
+  EXPECT_EQ(completion(R"({"prompt": "x", "logprobs": 5})").logprobs, 5);
+  EXPECT_EQ(completion(R"({"prompt": "x", "logprobs": null})").logprobs, -1);
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logprobs": 21})", Endpoint::Completion).param(), "logprobs");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logprobs": true})", Endpoint::Completion).param(), "logprobs");
+  EXPECT_TRUE(completion(R"({"prompt": "x", "echo": true})").echo);
+}
+
+TEST(OpenAIProtocol, ToolChoice) {
+  EXPECT_EQ(chat("{" + kMsgs + "}").tool_choice, ToolChoiceMode::Auto);
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "tool_choice": "none", )" + kTools + "}").tool_choice, ToolChoiceMode::None);
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "sometimes"})").param(), "tool_choice");
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": 3})").param(), "tool_choice");
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "required"})").param(), "tool_choice");  // no tools
+  const auto e = error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}, )" + kTools + "}");
+  EXPECT_EQ(e.param(), "tool_choice");
+  EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function"}, )" + kTools + "}").param(), "tool_choice");
+}
+
+TEST(OpenAIProtocol, AssistantToolCallTurnWithNullContent) {
+  const auto r = chat(R"({"messages": [{"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}], )" + kTools + "}");
+  EXPECT_EQ(r.messages[1]["content"], "");
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(error_of(R"({"messages": [{"role": "assistant", "content": null}]})").param(), "messages[0].content");
+}
+
+TEST(OpenAIProtocol, ResponsesCarryToolCallsReasoningAndLogprobs) {
+  const ResponseMeta meta{Endpoint::Chat, "chatcmpl-1", 7, "m"};
+  ChoiceResult c;
+  c.finish_reason = FinishReason::Stop;
+  c.tool_calls = {{"call_a", "get_weather", R"({"city": "Paris"})"}};
+  c.has_reasoning = true;
+  c.reasoning = "thinking";
+  c.logprobs = {{"content", nlohmann::json::array()}};
+  auto j = completion_response(meta, {c}, {1, 2});
+  const auto& choice = j["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_TRUE(choice["message"]["content"].is_null());
+  EXPECT_EQ(choice["message"]["reasoning_content"], "thinking");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["id"], "call_a");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["type"], "function");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], R"({"city": "Paris"})");
+  EXPECT_FALSE(choice["message"]["tool_calls"][0].contains("index"));
+  EXPECT_EQ(choice["logprobs"]["content"], nlohmann::json::array());
+
+  ChunkDelta d;
+  d.tool_calls = c.tool_calls;
+  d.first_tool_index = 1;
+  d.reasoning = "r";
+  auto chunk = stream_chunk(meta, 0, d, false, std::nullopt, true, false);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["tool_calls"][0]["index"], 1);
+  EXPECT_EQ(chunk["choices"][0]["delta"]["reasoning_content"], "r");
+  EXPECT_FALSE(chunk["choices"][0]["delta"].contains("content"));
+  auto last = stream_chunk(meta, 0, ChunkDelta{}, false, FinishReason::Stop, true, false);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
+  last = stream_chunk(meta, 0, ChunkDelta{}, false, FinishReason::Length, true, false);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
 }
 
 }  // namespace
