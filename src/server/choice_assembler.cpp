@@ -1,0 +1,113 @@
+#include "server/choice_assembler.h"
+
+#include "io/tokenizer.h"
+#include "server/logprobs_json.h"
+
+namespace opchain::server {
+
+ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source, const std::string& rendered_prompt,
+                             const Tokenizer& tokenizer) {
+  ChoiceOptions o;
+  o.endpoint = request.endpoint;
+  o.logprobs = request.logprobs >= 0;
+  o.tokenizer = &tokenizer;
+  if (request.endpoint == Endpoint::Chat) {
+    if (!request.tools.is_null() && request.tool_choice != ToolChoiceMode::None) {
+      o.tool_format = tool_call_format_of(chat_template_source);
+      o.tools = request.tools;
+    }
+    o.reasoning = template_has_reasoning(chat_template_source);
+    o.think_opened_by_prompt = o.reasoning && prompt_opens_think(rendered_prompt);
+  } else if (request.echo) {
+    o.echo = rendered_prompt;
+  }
+  return o;
+}
+
+ChoiceAssembler::ChoiceAssembler(ChoiceOptions options) : opt_(std::move(options)) {
+  if (opt_.reasoning) reasoning_.emplace(opt_.think_opened_by_prompt);
+  if (opt_.tool_format != ToolCallFormat::None) calls_.emplace(opt_.tool_format, opt_.tools);
+}
+
+nlohmann::json ChoiceAssembler::logprobs_json(std::span<const StepLogprobs> steps) {
+  if (!opt_.logprobs || !opt_.tokenizer) return nullptr;
+  if (opt_.endpoint == Endpoint::Chat) return chat_logprobs_json(steps, *opt_.tokenizer);
+  nlohmann::json j = completion_logprobs_json(steps, *opt_.tokenizer, text_bytes_);
+  for (const StepLogprobs& s : steps) text_bytes_ += opt_.tokenizer->token_bytes(s.chosen.id).size();
+  return j;
+}
+
+ChunkDelta ChoiceAssembler::split(std::string_view text, bool final) {
+  ChunkDelta d;
+  std::string content(text);
+  if (reasoning_) {
+    ReasoningStream::Delta r = reasoning_->feed(text);
+    if (final) {
+      ReasoningStream::Delta tail = reasoning_->finish();
+      r.reasoning += tail.reasoning;
+      r.content += tail.content;
+    }
+    d.reasoning = std::move(r.reasoning);
+    content = std::move(r.content);
+  }
+  if (calls_) {  // the content (outside any think block) is where calls are written
+    ToolCallStream::Delta c = calls_->feed(content);
+    if (final) {
+      ToolCallStream::Delta tail = calls_->finish();
+      c.content += tail.content;
+      for (ToolCall& t : tail.calls) c.calls.push_back(std::move(t));
+    }
+    d.first_tool_index = tool_calls_;
+    tool_calls_ += static_cast<int>(c.calls.size());
+    d.tool_calls = std::move(c.calls);
+    content = std::move(c.content);
+  }
+  d.content = std::move(content);
+  return d;
+}
+
+ChunkDelta ChoiceAssembler::add(std::string_view text, std::span<const StepLogprobs> logprobs) {
+  ChunkDelta d = split(text, false);
+  if (!echo_sent_ && !opt_.echo.empty()) {
+    d.content = opt_.echo + d.content;
+    text_bytes_ += opt_.echo.size();
+  }
+  echo_sent_ = true;
+  if (!logprobs.empty()) d.logprobs = logprobs_json(logprobs);
+  whole_.text += d.content;
+  whole_.reasoning += d.reasoning;
+  for (const ToolCall& c : d.tool_calls) whole_.tool_calls.push_back(c);
+  if (!d.logprobs.is_null()) {
+    if (whole_.logprobs.is_null()) whole_.logprobs = d.logprobs;
+    else if (opt_.endpoint == Endpoint::Chat)
+      for (auto& e : d.logprobs["content"]) whole_.logprobs["content"].push_back(e);
+    else
+      for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+        for (auto& e : d.logprobs[k]) whole_.logprobs[k].push_back(e);
+  }
+  return d;
+}
+
+ChunkDelta ChoiceAssembler::finish() {
+  ChunkDelta d = split("", true);
+  if (!echo_sent_ && !opt_.echo.empty()) d.content = opt_.echo + d.content;
+  echo_sent_ = true;
+  whole_.text += d.content;
+  whole_.reasoning += d.reasoning;
+  for (const ToolCall& c : d.tool_calls) whole_.tool_calls.push_back(c);
+  return d;
+}
+
+ChoiceResult ChoiceAssembler::result(FinishReason reason) const {
+  ChoiceResult r = whole_;
+  r.finish_reason = reason;
+  r.has_reasoning = reasoning_.has_value() && (opt_.think_opened_by_prompt || !whole_.reasoning.empty());
+  if (!r.tool_calls.empty() && r.text.find_first_not_of(" \t\r\n") == std::string::npos) r.text.clear();
+  if (opt_.logprobs && r.logprobs.is_null())  // no token carried text (e.g. the reply was only a stop token)
+    r.logprobs = opt_.endpoint == Endpoint::Chat ? nlohmann::json{{"content", nlohmann::json::array()}}
+                                                 : nlohmann::json{{"tokens", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
+                                                                  {"top_logprobs", nlohmann::json::array()}, {"text_offset", nlohmann::json::array()}};
+  return r;
+}
+
+}  // namespace opchain::server
