@@ -1,0 +1,537 @@
+#include "server/http_connection.h"
+
+#include <strings.h>
+
+#include <algorithm>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/status.hpp>
+#include <condition_variable>
+#include <cstdio>
+
+#include "server/request_log.h"
+
+// Note [HTTP limits]
+// Every limit answers the status nginx and Envoy answer for it, and every error that leaves the
+// request stream in doubt closes the connection: after a 400, 408, 413, 414, 431 or 501 nothing
+// more is parsed from that connection, so the unread rest of a refused request can never be taken
+// for the next request (request smuggling). Closing is "lingering": our side shuts down writing,
+// then input is read and discarded for a short while, so the client reads our error instead of a
+// reset caused by the bytes it was still sending.
+//   request line > max_request_line_bytes                  414
+//   head > max_header_bytes, or > max_header_count lines    431
+//   body > max_body_bytes (declared or while reading)       413
+//   head not complete within header_timeout_s               408
+//   body stalls for body_timeout_s                          408
+//   malformed framing (conflicting Content-Length, a header
+//   line without ':' or with space before it, bad chunks)   400
+//   Transfer-Encoding other than "chunked"                  501
+//   HTTP/1.1 without exactly one Host                       400
+// Connections idle for keep_alive_timeout_s, and those whose reader stalls a write for
+// write_timeout_s, are closed without an answer.
+
+namespace opchain::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+namespace {
+
+using Seconds = std::chrono::duration<double>;
+
+std::chrono::steady_clock::duration to_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(std::clamp(seconds, 0.001, 86400.0)));
+}
+
+std::string status_line(int status) {
+  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Lingering close (Note [HTTP limits]): how long input is drained after our last byte.
+constexpr auto kLingerTotal = std::chrono::seconds(3);
+constexpr auto kLingerRead = std::chrono::seconds(1);
+// Bytes read at a time between requests (the head parser asks for more as it needs it).
+constexpr size_t kReadChunk = 16 * 1024;
+
+}  // namespace
+
+// The HttpExchange of one request on one connection. Handlers call it from any thread; the
+// connection's strand takes what it queued (take/on_written) and writes it.
+class ConnectionExchange final : public HttpExchange {
+ public:
+  ConnectionExchange(std::weak_ptr<HttpConnection> conn, net::any_io_executor strand, HttpRequest request,
+                     bool may_keep_alive, std::shared_ptr<HttpServerState> state)
+      : conn_(std::move(conn)), strand_(std::move(strand)), request_(std::move(request)),
+        may_keep_alive_(may_keep_alive), state_(std::move(state)) {}
+
+  const HttpRequest& request() const override { return request_; }
+
+  void respond(HttpResponse response) override {
+    {
+      std::lock_guard lock(mu_);
+      if (head_sent_ || gone_) return;
+      std::string head = head_for(response, false);
+      head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n\r\n";
+      queue(head);
+      if (request_.method != "HEAD") queue(response.body);
+      ended_ = true;
+    }
+    kick();
+  }
+
+  bool start_stream(const HttpResponse& head) override {
+    {
+      std::lock_guard lock(mu_);
+      if (head_sent_ || gone_) return false;
+      chunked_ = request_.version >= 11;
+      std::string h = head_for(head, true);
+      // HTTP/1.0 has no chunked framing: the body runs until the connection closes.
+      h += chunked_ ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n";
+      queue(h);
+    }
+    kick();
+    return true;
+  }
+
+  bool write(std::string_view data) override {
+    if (data.empty()) return !client_gone();
+    {
+      std::unique_lock lock(mu_);
+      if (!head_sent_ || ended_) return false;
+      // The socket's own write timeout closes a stalled connection (gone_ then wakes us); this
+      // deadline only guards against waiting forever if that somehow never comes.
+      const auto deadline = std::chrono::steady_clock::now() + to_duration(state_->limits.write_timeout_s + 1.0);
+      if (!room_.wait_until(lock, deadline, [&] { return gone_ || unsent_ < state_->limits.max_buffered_response_bytes; })) {
+        gone_ = true;
+        lock.unlock();
+        if (auto c = conn_.lock()) c->close_now();
+        return false;
+      }
+      if (gone_) return false;
+      if (chunked_) {
+        char size[24];
+        std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+        queue(size);
+        queue(data);
+        queue("\r\n");
+      } else {
+        queue(data);
+      }
+    }
+    kick();
+    return true;
+  }
+
+  bool end_stream() override {
+    {
+      std::lock_guard lock(mu_);
+      if (!head_sent_ || ended_ || gone_) return false;
+      if (chunked_) queue("0\r\n\r\n");
+      ended_ = true;
+    }
+    kick();
+    return true;
+  }
+
+  bool client_gone() const override {
+    std::lock_guard lock(mu_);
+    return gone_;
+  }
+
+  void annotate(std::string note) override {
+    std::lock_guard lock(mu_);
+    note_ = std::move(note);
+  }
+
+  // ---- the connection's side (strand) ----
+
+  // Moves the queued bytes into `out`; true once the response is complete and all of it was taken.
+  bool take(std::string& out) {
+    std::lock_guard lock(mu_);
+    out.swap(pending_);
+    pending_.clear();
+    return ended_ && out.empty();
+  }
+  void on_written(size_t n) {
+    {
+      std::lock_guard lock(mu_);
+      unsent_ -= std::min(unsent_, n);
+    }
+    room_.notify_all();
+  }
+  void mark_gone() {
+    {
+      std::lock_guard lock(mu_);
+      gone_ = true;
+    }
+    room_.notify_all();
+  }
+  // After the route's handle() returned: a handler that never answered gets a 500; a stream it left
+  // open is cut (no terminal chunk, so the client sees it incomplete) and the connection closed.
+  void handler_returned() {
+    bool answered = false;
+    {
+      std::lock_guard lock(mu_);
+      answered = head_sent_;
+      if (answered && !ended_) {
+        ended_ = true;
+        broken_ = true;
+      }
+    }
+    if (!answered)
+      respond(state_->hooks.error_response(500, "the handler for " + escape_for_log(request_.path, 256) +
+                                                    " returned without answering", ""));
+    else kick();
+  }
+  int status() const {
+    std::lock_guard lock(mu_);
+    return status_;
+  }
+  bool complete() const {
+    std::lock_guard lock(mu_);
+    return ended_ && !broken_ && !gone_;
+  }
+  // Whether the connection may serve another request after this one (what the head announced).
+  bool keep_alive() const {
+    std::lock_guard lock(mu_);
+    return keep_alive_ && chunked_or_sized() && !broken_;
+  }
+  std::string note() const {
+    std::lock_guard lock(mu_);
+    return note_;
+  }
+
+ private:
+  bool chunked_or_sized() const { return chunked_ || !streamed_; }
+
+  std::string head_for(const HttpResponse& r, bool stream) {
+    head_sent_ = true;
+    streamed_ = stream;
+    status_ = r.status;
+    keep_alive_ = may_keep_alive_ && !state_->draining && (!stream || request_.version >= 11);
+    std::string h = status_line(r.status);
+    if (!r.content_type.empty()) h += "Content-Type: " + r.content_type + "\r\n";
+    for (const auto& [name, value] : r.headers) h += name + ": " + value + "\r\n";
+    h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+    return h;
+  }
+  void queue(std::string_view bytes) {
+    pending_.append(bytes.data(), bytes.size());
+    unsent_ += bytes.size();
+  }
+  void kick() {
+    // A strong reference for the post: the handler (and the connection's last owner with it) may
+    // be gone before the strand runs this.
+    if (auto c = conn_.lock()) net::post(strand_, [c] { c->flush(); });
+  }
+
+  const std::weak_ptr<HttpConnection> conn_;
+  const net::any_io_executor strand_;
+  const HttpRequest request_;
+  const bool may_keep_alive_;
+  const std::shared_ptr<HttpServerState> state_;
+
+  mutable std::mutex mu_;
+  std::condition_variable room_;
+  std::string pending_, note_;
+  size_t unsent_ = 0;  // queued and not yet written
+  int status_ = 0;
+  bool head_sent_ = false, streamed_ = false, chunked_ = false, ended_ = false, broken_ = false, gone_ = false;
+  bool keep_alive_ = false;
+};
+
+HttpConnection::HttpConnection(net::ip::tcp::socket socket, std::shared_ptr<HttpServerState> state, std::string client)
+    : stream_(std::move(socket)), state_(std::move(state)), client_(std::move(client)),
+      buffer_(std::max(state_->limits.max_header_bytes, size_t{64 * 1024}) + kReadChunk),
+      request_start_(Clock::now()) {
+  std::lock_guard lock(state_->mu);
+  state_->connections.emplace(this, std::weak_ptr<HttpConnection>());
+  ++state_->connections_per_client[client_];
+}
+
+HttpConnection::~HttpConnection() {
+  std::lock_guard lock(state_->mu);
+  state_->connections.erase(this);
+  auto it = state_->connections_per_client.find(client_);
+  if (it != state_->connections_per_client.end() && --it->second == 0) state_->connections_per_client.erase(it);
+}
+
+void HttpConnection::start() {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(true); });
+}
+
+void HttpConnection::refuse(int status, std::string message, std::string code) {
+  net::dispatch(stream_.get_executor(), [self = shared_from_this(), status, message = std::move(message),
+                                         code = std::move(code)] { self->fail_request(status, message, code); });
+}
+
+void HttpConnection::drain() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->phase_ == Phase::Idle) self->close();
+  });
+}
+
+void HttpConnection::close_now() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+}
+
+// ---- reading ----
+
+void HttpConnection::wait_for_request(bool first) {
+  phase_ = Phase::Idle;
+  if (buffer_.size() > 0) return read_head();  // a pipelined request is already here
+  if (state_->draining) return close();
+  // The first request gets the head timeout from the connection's start, later ones the idle one.
+  const auto& lim = state_->limits;
+  stream_.expires_after(to_duration(first ? lim.header_timeout_s : lim.keep_alive_timeout_s));
+  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->buffer_.commit(n);
+    if (ec) return self->close();  // idle timeout, client closed, or drained: nothing to answer
+    self->read_head();
+  });
+}
+
+void HttpConnection::read_head() {
+  phase_ = Phase::Head;
+  request_start_ = Clock::now();
+  parser_.emplace(state_->limits);
+  stream_.expires_after(to_duration(state_->limits.header_timeout_s));
+  http::async_read_header(stream_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_head(ec); });
+}
+
+void HttpConnection::on_head(beast::error_code ec) {
+  const auto& lim = state_->limits;
+  if (ec) {
+    if (phase_ == Phase::Closed) return;
+    if (ec == beast::error::timeout)
+      return fail_request(408, "the request head did not arrive within " + std::to_string(lim.header_timeout_s) + " s",
+                          "request_timeout");
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+      return close();  // the client went away mid-head: no one to answer
+    if (parser_->request_line_too_long() || (ec == http::error::header_limit && !parser_->request_line_seen()))
+      return fail_request(414, "the request line is longer than " + std::to_string(lim.max_request_line_bytes) + " bytes",
+                          "uri_too_long");
+    if (parser_->too_many_headers())
+      return fail_request(431, "the request has more than " + std::to_string(lim.max_header_count) + " header lines",
+                          "request_header_fields_too_large");
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+      return fail_request(431, "the request head is larger than " + std::to_string(lim.max_header_bytes) + " bytes",
+                          "request_header_fields_too_large");
+    if (ec == http::error::body_limit)
+      return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",
+                          "request_too_large");
+    return fail_request(400, "malformed HTTP request: " + ec.message(), "bad_request");
+  }
+
+  const HttpRequest& req = parser_->request();
+  if (req.version != 10 && req.version != 11)
+    return fail_request(505, "only HTTP/1.0 and HTTP/1.1 are served", "http_version_not_supported");
+  const size_t hosts = req.header_count("Host");
+  if (hosts > 1 || (req.version == 11 && hosts == 0))
+    return fail_request(400, "an HTTP/1.1 request needs exactly one Host header", "bad_request");
+  if (req.header_count("Transfer-Encoding") > 0) {
+    if (req.version == 10) return fail_request(400, "HTTP/1.0 has no Transfer-Encoding", "bad_request");
+    if (req.header_count("Transfer-Encoding") > 1 || !iequals(trim(req.header("Transfer-Encoding")), "chunked"))
+      return fail_request(501, "only the chunked transfer coding is supported", "not_implemented");
+  }
+
+  const HttpRoute* route = state_->router.find(req.method, req.path);
+  if (!route)
+    return fail_request(404, "no route for " + escape_for_log(req.method, 32) + " " + escape_for_log(req.path, 256),
+                        "not_found");
+  if (route->admit) {
+    if (std::optional<HttpResponse> refusal = route->admit(req)) {
+      // The body stays unread, so the connection cannot carry another request.
+      begin_exchange(std::move(parser_->request()), false);
+      exchange_->respond(std::move(*refusal));
+      return;
+    }
+  }
+  if (parser_->content_length() && *parser_->content_length() > lim.max_body_bytes)
+    return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",
+                        "request_too_large");
+  if (parser_->is_done()) return dispatch(*route);
+
+  const std::string_view expect = req.header("Expect");
+  if (!expect.empty()) {
+    if (!iequals(trim(expect), "100-continue") || req.version < 11)
+      return fail_request(417, "only 'Expect: 100-continue' is supported", "expectation_failed");
+    // The client waits for this before sending its body.
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    phase_ = Phase::Body;
+    stream_.expires_after(to_duration(lim.write_timeout_s));
+    net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
+      if (wec) return self->close();
+      self->read_body();
+    });
+    return;
+  }
+  read_body();
+}
+
+void HttpConnection::read_body() {
+  phase_ = Phase::Body;
+  // Reset before every read: the limit is on a pause, not on the whole body.
+  stream_.expires_after(to_duration(state_->limits.body_timeout_s));
+  http::async_read_some(stream_, buffer_, *parser_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+}
+
+void HttpConnection::on_body(beast::error_code ec) {
+  const auto& lim = state_->limits;
+  if (ec) {
+    if (phase_ == Phase::Closed) return;
+    if (ec == beast::error::timeout)
+      return fail_request(408, "the request body stalled for " + std::to_string(lim.body_timeout_s) + " s",
+                          "request_timeout");
+    if (ec == http::error::body_limit)
+      return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",
+                          "request_too_large");
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted)
+      return close();
+    return fail_request(400, "malformed request body: " + ec.message(), "bad_request");
+  }
+  if (!parser_->is_done()) return read_body();
+  const HttpRoute* route = state_->router.find(parser_->request().method, parser_->request().path);
+  dispatch(*route);
+}
+
+// ---- answering ----
+
+void HttpConnection::begin_exchange(HttpRequest request, bool may_keep_alive) {
+  phase_ = Phase::Handling;
+  stream_.expires_never();
+  ++served_;
+  may_keep_alive = may_keep_alive && served_ < state_->limits.max_keep_alive_requests;
+  exchange_ = std::make_shared<ConnectionExchange>(weak_from_this(), stream_.get_executor(), std::move(request),
+                                                   may_keep_alive, state_);
+}
+
+void HttpConnection::dispatch(const HttpRoute& route) {
+  const bool keep_alive = parser_->keep_alive();
+  begin_exchange(std::move(parser_->request()), keep_alive);
+  parser_.reset();
+  std::shared_ptr<ConnectionExchange> ex = exchange_;
+  auto run = [state = state_, ex, r = &route] {
+    try {
+      r->handle(*ex);
+    } catch (const std::exception& e) {
+      ex->respond(state->hooks.error_response(500, std::string("internal error: ") + e.what(), ""));
+    } catch (...) {
+      ex->respond(state->hooks.error_response(500, "internal error", ""));
+    }
+    ex->handler_returned();
+  };
+  if (!route.blocking) return run();
+  if (state_->blocking_handlers.fetch_add(1) >= state_->max_blocking_handlers) {
+    state_->blocking_handlers.fetch_sub(1);
+    ex->respond(state_->hooks.error_response(
+        429, "too many concurrent requests (limit " + std::to_string(state_->max_blocking_handlers) + ")",
+        "too_many_requests"));
+    ex->handler_returned();
+    return;
+  }
+  // `self` keeps the connection (and so the strand's work) alive while the handler runs.
+  net::post(*state_->handler_pool, [run, self = shared_from_this()] {
+    run();
+    self->state_->blocking_handlers.fetch_sub(1);
+  });
+}
+
+void HttpConnection::fail_request(int status, const std::string& message, const std::string& code) {
+  HttpRequest request;
+  if (parser_) {
+    request = std::move(parser_->request());
+    parser_.reset();
+  }
+  if (request.method.empty()) request.method = "-";
+  if (request.target.empty()) request.target = request.path = "-";
+  begin_exchange(std::move(request), false);
+  exchange_->respond(state_->hooks.error_response(status, message, code));
+}
+
+void HttpConnection::flush() {
+  if (writing_ || !exchange_ || phase_ == Phase::Closed) return;
+  if (exchange_->take(out_)) return response_done();
+  if (out_.empty()) return;
+  writing_ = true;
+  stream_.expires_after(to_duration(state_->limits.write_timeout_s));
+  net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->writing_ = false;
+    if (ec) return self->close();  // the reader is gone or stalled past the write timeout
+    if (self->exchange_) self->exchange_->on_written(n);
+    self->flush();
+  });
+}
+
+void HttpConnection::report(int status) {
+  const HttpRequest& req = exchange_->request();
+  if (state_->hooks.on_request_done)
+    state_->hooks.on_request_done(HttpRequestSummary{req.method, req.target, req.path, status,
+                                                     Seconds(Clock::now() - request_start_).count(), exchange_->note()});
+}
+
+void HttpConnection::response_done() {
+  stream_.expires_never();
+  report(exchange_->status());
+  const bool keep = exchange_->keep_alive() && !state_->draining;
+  exchange_.reset();
+  if (keep) return wait_for_request(false);
+  linger_then_close();
+}
+
+void HttpConnection::linger_then_close() {
+  phase_ = Phase::Closing;
+  beast::error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  buffer_.consume(buffer_.size());  // whatever followed is never parsed (Note [HTTP limits])
+  linger_deadline_ = Clock::now() + kLingerTotal;
+  linger();
+}
+
+void HttpConnection::linger() {
+  const auto left = linger_deadline_ - Clock::now();
+  if (left <= Clock::duration::zero()) return close();
+  stream_.expires_after(std::min<Clock::duration>(left, kLingerRead));
+  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->buffer_.consume(self->buffer_.size());
+    if (ec) return self->close();
+    self->linger();
+  });
+}
+
+void HttpConnection::close() {
+  if (phase_ == Phase::Closed) return;
+  const bool unanswered = phase_ == Phase::Handling && exchange_;
+  phase_ = Phase::Closed;
+  if (exchange_) {
+    const bool complete = exchange_->complete();
+    exchange_->mark_gone();
+    if (unanswered) report(complete ? exchange_->status() : 499);
+    exchange_.reset();
+  }
+  parser_.reset();
+  beast::error_code ignored;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  stream_.close();
+}
+
+}  // namespace opchain::server
