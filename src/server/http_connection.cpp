@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <cctype>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
@@ -60,6 +61,17 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
+}
+
+// Beast reports any version but 1.x as malformed; a well-formed request line of another version
+// ("GET / HTTP/2.0") deserves 505 instead of 400.
+bool well_formed_other_version(const beast::flat_buffer& buffer) {
+  const std::string_view data(static_cast<const char*>(buffer.data().data()), buffer.size());
+  const size_t eol = data.find("\r\n");
+  if (eol == std::string_view::npos || eol < 9) return false;
+  const std::string_view v = data.substr(eol - 8, 8);  // "HTTP/d.d"
+  return v.substr(0, 5) == "HTTP/" && std::isdigit(static_cast<unsigned char>(v[5])) && v[6] == '.' &&
+         std::isdigit(static_cast<unsigned char>(v[7])) && data[eol - 9] == ' ';
 }
 
 // Lingering close (Note [HTTP limits]): how long input is drained after our last byte.
@@ -256,7 +268,7 @@ class ConnectionExchange final : public HttpExchange {
 };
 
 HttpConnection::HttpConnection(net::ip::tcp::socket socket, std::shared_ptr<HttpServerState> state, std::string client)
-    : stream_(std::move(socket)), state_(std::move(state)), client_(std::move(client)),
+    : socket_(std::move(socket)), timer_(socket_.get_executor()), state_(std::move(state)), client_(std::move(client)),
       buffer_(std::max(state_->limits.max_header_bytes, size_t{64 * 1024}) + kReadChunk),
       request_start_(Clock::now()) {
   std::lock_guard lock(state_->mu);
@@ -272,22 +284,22 @@ HttpConnection::~HttpConnection() {
 }
 
 void HttpConnection::start() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->wait_for_request(true); });
+  net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->wait_for_request(true); });
 }
 
 void HttpConnection::refuse(int status, std::string message, std::string code) {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this(), status, message = std::move(message),
+  net::dispatch(socket_.get_executor(), [self = shared_from_this(), status, message = std::move(message),
                                          code = std::move(code)] { self->fail_request(status, message, code); });
 }
 
 void HttpConnection::drain() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] {
+  net::post(socket_.get_executor(), [self = shared_from_this()] {
     if (self->phase_ == Phase::Idle) self->close();
   });
 }
 
 void HttpConnection::close_now() {
-  net::post(stream_.get_executor(), [self = shared_from_this()] { self->close(); });
+  net::post(socket_.get_executor(), [self = shared_from_this()] { self->close(); });
 }
 
 // ---- reading ----
@@ -298,8 +310,8 @@ void HttpConnection::wait_for_request(bool first) {
   if (state_->draining) return close();
   // The first request gets the head timeout from the connection's start, later ones the idle one.
   const auto& lim = state_->limits;
-  stream_.expires_after(to_duration(first ? lim.header_timeout_s : lim.keep_alive_timeout_s));
-  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
+  arm_timeout(to_duration(first ? lim.header_timeout_s : lim.keep_alive_timeout_s));
+  socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t n) {
     self->buffer_.commit(n);
     if (ec) return self->close();  // idle timeout, client closed, or drained: nothing to answer
     self->read_head();
@@ -310,9 +322,9 @@ void HttpConnection::read_head() {
   phase_ = Phase::Head;
   request_start_ = Clock::now();
   parser_.emplace(state_->limits);
-  stream_.expires_after(to_duration(state_->limits.header_timeout_s));
-  http::async_read_header(stream_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_head(ec); });
+  arm_timeout(to_duration(state_->limits.header_timeout_s));
+  http::async_read_header(socket_, buffer_, *parser_,
+                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_head(self->timed(ec)); });
 }
 
 void HttpConnection::on_head(beast::error_code ec) {
@@ -337,6 +349,8 @@ void HttpConnection::on_head(beast::error_code ec) {
     if (ec == http::error::body_limit)
       return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",
                           "request_too_large");
+    if (ec == http::error::bad_version && well_formed_other_version(buffer_))
+      return fail_request(505, "only HTTP/1.0 and HTTP/1.1 are served", "http_version_not_supported");
     return fail_request(400, "malformed HTTP request: " + ec.message(), "bad_request");
   }
 
@@ -352,14 +366,17 @@ void HttpConnection::on_head(beast::error_code ec) {
       return fail_request(501, "only the chunked transfer coding is supported", "not_implemented");
   }
 
+  // Refused before its body is read: the connection can carry another request only if there is
+  // no body left unread.
+  const bool bodiless = parser_->is_done() && parser_->keep_alive();
   const HttpRoute* route = state_->router.find(req.method, req.path);
   if (!route)
     return fail_request(404, "no route for " + escape_for_log(req.method, 32) + " " + escape_for_log(req.path, 256),
-                        "not_found");
+                        "not_found", bodiless);
   if (route->admit) {
     if (std::optional<HttpResponse> refusal = route->admit(req)) {
-      // The body stays unread, so the connection cannot carry another request.
-      begin_exchange(std::move(parser_->request()), false);
+      begin_exchange(std::move(parser_->request()), bodiless);
+      parser_.reset();
       exchange_->respond(std::move(*refusal));
       return;
     }
@@ -376,8 +393,8 @@ void HttpConnection::on_head(beast::error_code ec) {
     // The client waits for this before sending its body.
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     phase_ = Phase::Body;
-    stream_.expires_after(to_duration(lim.write_timeout_s));
-    net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
+    arm_timeout(to_duration(lim.write_timeout_s));
+    net::async_write(socket_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code wec, size_t) {
       if (wec) return self->close();
       self->read_body();
     });
@@ -389,9 +406,9 @@ void HttpConnection::on_head(beast::error_code ec) {
 void HttpConnection::read_body() {
   phase_ = Phase::Body;
   // Reset before every read: the limit is on a pause, not on the whole body.
-  stream_.expires_after(to_duration(state_->limits.body_timeout_s));
-  http::async_read_some(stream_, buffer_, *parser_,
-                        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(ec); });
+  arm_timeout(to_duration(state_->limits.body_timeout_s));
+  http::async_read_some(socket_, buffer_, *parser_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_body(self->timed(ec)); });
 }
 
 void HttpConnection::on_body(beast::error_code ec) {
@@ -418,10 +435,10 @@ void HttpConnection::on_body(beast::error_code ec) {
 
 void HttpConnection::begin_exchange(HttpRequest request, bool may_keep_alive) {
   phase_ = Phase::Handling;
-  stream_.expires_never();
+  disarm_timeout();
   ++served_;
   may_keep_alive = may_keep_alive && served_ < state_->limits.max_keep_alive_requests;
-  exchange_ = std::make_shared<ConnectionExchange>(weak_from_this(), stream_.get_executor(), std::move(request),
+  exchange_ = std::make_shared<ConnectionExchange>(weak_from_this(), socket_.get_executor(), std::move(request),
                                                    may_keep_alive, state_);
 }
 
@@ -456,7 +473,7 @@ void HttpConnection::dispatch(const HttpRoute& route) {
   });
 }
 
-void HttpConnection::fail_request(int status, const std::string& message, const std::string& code) {
+void HttpConnection::fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive) {
   HttpRequest request;
   if (parser_) {
     request = std::move(parser_->request());
@@ -464,7 +481,7 @@ void HttpConnection::fail_request(int status, const std::string& message, const 
   }
   if (request.method.empty()) request.method = "-";
   if (request.target.empty()) request.target = request.path = "-";
-  begin_exchange(std::move(request), false);
+  begin_exchange(std::move(request), may_keep_alive);
   exchange_->respond(state_->hooks.error_response(status, message, code));
 }
 
@@ -473,9 +490,10 @@ void HttpConnection::flush() {
   if (exchange_->take(out_)) return response_done();
   if (out_.empty()) return;
   writing_ = true;
-  stream_.expires_after(to_duration(state_->limits.write_timeout_s));
-  net::async_write(stream_, net::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+  arm_timeout(to_duration(state_->limits.write_timeout_s));
+  net::async_write(socket_, net::buffer(out_), [self = shared_from_this()](beast::error_code ec, size_t n) {
     self->writing_ = false;
+    self->disarm_timeout();
     if (ec) return self->close();  // the reader is gone or stalled past the write timeout
     if (self->exchange_) self->exchange_->on_written(n);
     self->flush();
@@ -490,7 +508,7 @@ void HttpConnection::report(int status) {
 }
 
 void HttpConnection::response_done() {
-  stream_.expires_never();
+  disarm_timeout();
   report(exchange_->status());
   const bool keep = exchange_->keep_alive() && !state_->draining;
   exchange_.reset();
@@ -501,7 +519,7 @@ void HttpConnection::response_done() {
 void HttpConnection::linger_then_close() {
   phase_ = Phase::Closing;
   beast::error_code ignored;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   buffer_.consume(buffer_.size());  // whatever followed is never parsed (Note [HTTP limits])
   linger_deadline_ = Clock::now() + kLingerTotal;
   linger();
@@ -510,8 +528,8 @@ void HttpConnection::linger_then_close() {
 void HttpConnection::linger() {
   const auto left = linger_deadline_ - Clock::now();
   if (left <= Clock::duration::zero()) return close();
-  stream_.expires_after(std::min<Clock::duration>(left, kLingerRead));
-  stream_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t) {
+  arm_timeout(std::min<Clock::duration>(left, kLingerRead));
+  socket_.async_read_some(buffer_.prepare(kReadChunk), [self = shared_from_this()](beast::error_code ec, size_t) {
     self->buffer_.consume(self->buffer_.size());
     if (ec) return self->close();
     self->linger();
@@ -530,8 +548,30 @@ void HttpConnection::close() {
   }
   parser_.reset();
   beast::error_code ignored;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ignored);
-  stream_.close();
+  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ignored);
+  timer_.cancel();
+  socket_.close(ignored);
+}
+
+void HttpConnection::arm_timeout(Clock::duration timeout) {
+  timed_out_ = false;
+  timer_.expires_after(timeout);  // cancels the previous wait
+  timer_.async_wait([self = shared_from_this(), generation = ++timer_generation_](beast::error_code ec) {
+    if (ec || generation != self->timer_generation_ || self->phase_ == Phase::Closed) return;
+    self->timed_out_ = true;
+    beast::error_code ignored;
+    self->socket_.cancel(ignored);
+  });
+}
+
+void HttpConnection::disarm_timeout() {
+  ++timer_generation_;
+  timed_out_ = false;
+  timer_.cancel();
+}
+
+beast::error_code HttpConnection::timed(beast::error_code ec) const {
+  return ec && timed_out_ ? beast::error_code(beast::error::timeout) : ec;
 }
 
 }  // namespace opchain::server

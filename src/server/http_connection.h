@@ -4,9 +4,9 @@
 // unsafe. Internal to the HTTP server (http_server.cpp); route handlers see HttpExchange only.
 // Every member function except the thread-safe ones named below runs on the connection's strand.
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -89,16 +89,26 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void read_body();
   void on_body(boost::beast::error_code ec);
   void dispatch(const HttpRoute& route);
-  // Answers an error the HTTP layer detected; the connection closes after it.
-  void fail_request(int status, const std::string& message, const std::string& code);
+  // Answers an error the HTTP layer detected; the connection closes after it unless may_keep_alive
+  // (the request was read whole and asked for keep-alive).
+  void fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive = false);
   void begin_exchange(HttpRequest request, bool may_keep_alive);
   void response_done();
   void report(int status);
   void linger_then_close();
   void linger();
   void close();
+  // One deadline for the socket operation about to start. Unlike beast::tcp_stream's timeouts, which
+  // close the socket, expiry only cancels the operation, so a 408 can still be written.
+  void arm_timeout(Clock::duration timeout);
+  void disarm_timeout();
+  // The error a completed operation reports: timeout when the deadline cancelled it.
+  boost::beast::error_code timed(boost::beast::error_code ec) const;
 
-  boost::beast::tcp_stream stream_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer timer_;
+  bool timed_out_ = false;
+  uint64_t timer_generation_ = 0;
   std::shared_ptr<HttpServerState> state_;
   const std::string client_;
   boost::beast::flat_buffer buffer_;
