@@ -2,17 +2,16 @@
 
 #include <strings.h>
 
-#include <algorithm>
-#include <cctype>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/status.hpp>
-#include <condition_variable>
-#include <cstdio>
 
+#include <algorithm>
+#include <cctype>
+
+#include "server/connection_exchange.h"
 #include "server/request_log.h"
 
 // Note [HTTP limits]
@@ -48,11 +47,6 @@ std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(std::clamp(seconds, 0.001, 86400.0)));
 }
 
-std::string status_line(int status) {
-  const auto reason = http::obsolete_reason(static_cast<http::status>(status));
-  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
-}
-
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
@@ -81,191 +75,6 @@ constexpr auto kLingerRead = std::chrono::seconds(1);
 constexpr size_t kReadChunk = 16 * 1024;
 
 }  // namespace
-
-// The HttpExchange of one request on one connection. Handlers call it from any thread; the
-// connection's strand takes what it queued (take/on_written) and writes it.
-class ConnectionExchange final : public HttpExchange {
- public:
-  ConnectionExchange(std::weak_ptr<HttpConnection> conn, net::any_io_executor strand, HttpRequest request,
-                     bool may_keep_alive, std::shared_ptr<HttpServerState> state)
-      : conn_(std::move(conn)), strand_(std::move(strand)), request_(std::move(request)),
-        may_keep_alive_(may_keep_alive), state_(std::move(state)) {}
-
-  const HttpRequest& request() const override { return request_; }
-
-  void respond(HttpResponse response) override {
-    {
-      std::lock_guard lock(mu_);
-      if (head_sent_ || gone_) return;
-      std::string head = head_for(response, false);
-      head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n\r\n";
-      queue(head);
-      if (request_.method != "HEAD") queue(response.body);
-      ended_ = true;
-    }
-    kick();
-  }
-
-  bool start_stream(const HttpResponse& head) override {
-    {
-      std::lock_guard lock(mu_);
-      if (head_sent_ || gone_) return false;
-      chunked_ = request_.version >= 11;
-      std::string h = head_for(head, true);
-      // HTTP/1.0 has no chunked framing: the body runs until the connection closes.
-      h += chunked_ ? "Transfer-Encoding: chunked\r\n\r\n" : "\r\n";
-      queue(h);
-    }
-    kick();
-    return true;
-  }
-
-  bool write(std::string_view data) override {
-    if (data.empty()) return !client_gone();
-    {
-      std::unique_lock lock(mu_);
-      if (!head_sent_ || ended_) return false;
-      // The socket's own write timeout closes a stalled connection (gone_ then wakes us); this
-      // deadline only guards against waiting forever if that somehow never comes.
-      const auto deadline = std::chrono::steady_clock::now() + to_duration(state_->limits.write_timeout_s + 1.0);
-      if (!room_.wait_until(lock, deadline, [&] { return gone_ || unsent_ < state_->limits.max_buffered_response_bytes; })) {
-        gone_ = true;
-        lock.unlock();
-        if (auto c = conn_.lock()) c->close_now();
-        return false;
-      }
-      if (gone_) return false;
-      if (chunked_) {
-        char size[24];
-        std::snprintf(size, sizeof size, "%zx\r\n", data.size());
-        queue(size);
-        queue(data);
-        queue("\r\n");
-      } else {
-        queue(data);
-      }
-    }
-    kick();
-    return true;
-  }
-
-  bool end_stream() override {
-    {
-      std::lock_guard lock(mu_);
-      if (!head_sent_ || ended_ || gone_) return false;
-      if (chunked_) queue("0\r\n\r\n");
-      ended_ = true;
-    }
-    kick();
-    return true;
-  }
-
-  bool client_gone() const override {
-    std::lock_guard lock(mu_);
-    return gone_;
-  }
-
-  void annotate(std::string note) override {
-    std::lock_guard lock(mu_);
-    note_ = std::move(note);
-  }
-
-  // ---- the connection's side (strand) ----
-
-  // Moves the queued bytes into `out`; true once the response is complete and all of it was taken.
-  bool take(std::string& out) {
-    std::lock_guard lock(mu_);
-    out.swap(pending_);
-    pending_.clear();
-    return ended_ && out.empty();
-  }
-  void on_written(size_t n) {
-    {
-      std::lock_guard lock(mu_);
-      unsent_ -= std::min(unsent_, n);
-    }
-    room_.notify_all();
-  }
-  void mark_gone() {
-    {
-      std::lock_guard lock(mu_);
-      gone_ = true;
-    }
-    room_.notify_all();
-  }
-  // After the route's handle() returned: a handler that never answered gets a 500; a stream it left
-  // open is cut (no terminal chunk, so the client sees it incomplete) and the connection closed.
-  void handler_returned() {
-    bool answered = false;
-    {
-      std::lock_guard lock(mu_);
-      answered = head_sent_;
-      if (answered && !ended_) {
-        ended_ = true;
-        broken_ = true;
-      }
-    }
-    if (!answered)
-      respond(state_->hooks.error_response(500, "the handler for " + escape_for_log(request_.path, 256) +
-                                                    " returned without answering", ""));
-    else kick();
-  }
-  int status() const {
-    std::lock_guard lock(mu_);
-    return status_;
-  }
-  bool complete() const {
-    std::lock_guard lock(mu_);
-    return ended_ && !broken_ && !gone_;
-  }
-  // Whether the connection may serve another request after this one (what the head announced).
-  bool keep_alive() const {
-    std::lock_guard lock(mu_);
-    return keep_alive_ && chunked_or_sized() && !broken_;
-  }
-  std::string note() const {
-    std::lock_guard lock(mu_);
-    return note_;
-  }
-
- private:
-  bool chunked_or_sized() const { return chunked_ || !streamed_; }
-
-  std::string head_for(const HttpResponse& r, bool stream) {
-    head_sent_ = true;
-    streamed_ = stream;
-    status_ = r.status;
-    keep_alive_ = may_keep_alive_ && !state_->draining && (!stream || request_.version >= 11);
-    std::string h = status_line(r.status);
-    if (!r.content_type.empty()) h += "Content-Type: " + r.content_type + "\r\n";
-    for (const auto& [name, value] : r.headers) h += name + ": " + value + "\r\n";
-    h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
-    return h;
-  }
-  void queue(std::string_view bytes) {
-    pending_.append(bytes.data(), bytes.size());
-    unsent_ += bytes.size();
-  }
-  void kick() {
-    // A strong reference for the post: the handler (and the connection's last owner with it) may
-    // be gone before the strand runs this.
-    if (auto c = conn_.lock()) net::post(strand_, [c] { c->flush(); });
-  }
-
-  const std::weak_ptr<HttpConnection> conn_;
-  const net::any_io_executor strand_;
-  const HttpRequest request_;
-  const bool may_keep_alive_;
-  const std::shared_ptr<HttpServerState> state_;
-
-  mutable std::mutex mu_;
-  std::condition_variable room_;
-  std::string pending_, note_;
-  size_t unsent_ = 0;  // queued and not yet written
-  int status_ = 0;
-  bool head_sent_ = false, streamed_ = false, chunked_ = false, ended_ = false, broken_ = false, gone_ = false;
-  bool keep_alive_ = false;
-};
 
 HttpConnection::HttpConnection(net::ip::tcp::socket socket, std::shared_ptr<HttpServerState> state, std::string client)
     : socket_(std::move(socket)), timer_(socket_.get_executor()), state_(std::move(state)), client_(std::move(client)),

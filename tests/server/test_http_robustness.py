@@ -105,8 +105,10 @@ class Server:
         return self.proc.returncode
 
     def close(self) -> None:
+        """Stops with SIGTERM and checks the exit status: 0, also under ASan's leak check at exit."""
         try:
-            self.stop()
+            rc = self.stop()
+            assert rc == 0, f"exit status {rc}:\n{self.log()[-3000:]}"
         finally:
             self.tmp.cleanup()
 
