@@ -681,6 +681,10 @@ def mixed_round(port: int, n: int) -> None:
 
 
 def test_resident_memory_is_flat_over_3_rounds_of_2000_mixed_requests(server):
+    if "libasan" in Path(f"/proc/{server.proc.pid}/maps").read_text():
+        # ASan keeps freed memory in quarantine, so resident memory grows by design; there the
+        # leak check at exit (Server.close requires exit status 0) stands in for this one.
+        pytest.skip("resident memory is not meaningful under AddressSanitizer")
     mixed_round(server.port, 2000)  # warm-up: allocator arenas, thread stacks, caches
     rss = []
     for _ in range(3):
