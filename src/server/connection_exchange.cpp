@@ -148,11 +148,6 @@ int ConnectionExchange::status() const {
   return status_;
 }
 
-bool ConnectionExchange::complete() const {
-  std::lock_guard lock(mu_);
-  return ended_ && !broken_ && !gone_;
-}
-
 bool ConnectionExchange::keep_alive() const {
   std::lock_guard lock(mu_);
   return keep_alive_ && !broken_;

@@ -42,8 +42,6 @@ class ConnectionExchange final : public HttpExchange {
   // open is cut (no terminal chunk, so the client sees it incomplete) and the connection closes.
   void handler_returned();
   int status() const;
-  // Ended, not cut, and the connection still up.
-  bool complete() const;
   // Whether the connection may serve another request after this one (what the head announced).
   bool keep_alive() const;
   std::string note() const;

@@ -347,12 +347,11 @@ void HttpConnection::linger() {
 
 void HttpConnection::close() {
   if (phase_ == Phase::Closed) return;
-  const bool unanswered = phase_ == Phase::Handling && exchange_;
   phase_ = Phase::Closed;
   if (exchange_) {
-    const bool complete = exchange_->complete();
+    // response_done() drops the exchange once its last byte is written: this one never was.
     exchange_->mark_gone();
-    if (unanswered) report(complete ? exchange_->status() : 499);
+    report(499);
     exchange_.reset();
   }
   parser_.reset();

@@ -26,7 +26,7 @@ namespace opchain::server {
 // What the HTTP layer reports once per answered (or abandoned) request.
 struct HttpRequestSummary {
   std::string_view method, target, path;  // raw client bytes ("-" when the request line never arrived)
-  int status = 0;                         // 499: the client went away before the response was complete
+  int status = 0;                         // 499: the connection closed before the response was written whole
   double seconds = 0;
   std::string note;                       // HttpExchange::annotate's text
 };

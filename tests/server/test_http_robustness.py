@@ -724,3 +724,38 @@ def test_sigterm_drains_and_exits_0():
             socket.create_connection(("127.0.0.1", s.port), timeout=2)
     finally:
         s.close()
+
+
+def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout():
+    """A client pipelines thousands of /metrics requests and reads nothing. Once the kernel's
+    buffers are full the server's write stalls, and after --write-timeout it closes the connection
+    (logged 499), while other clients are served throughout: no socket thread waits on a slow
+    reader. (A stream does not show this on loopback: the kernel takes a whole 1.4 MB stream.)"""
+    s = Server("--write-timeout", "1")
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+        sock.settimeout(10)
+        sock.connect(("127.0.0.1", s.port))
+        payload = request("GET", "/metrics") * 5000  # ~25 MB of answers
+
+        def send():
+            try:
+                sock.sendall(payload)
+            except OSError:
+                pass  # the server closed on us: expected
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        t0 = time.time()
+        while "GET /metrics 499 " not in s.log():
+            assert time.time() - t0 < 20, "the stalled connection was never closed"
+            h0 = time.time()
+            assert s.get("/health").status == 200
+            assert time.time() - h0 < 0.5, "a stalled reader held up /health"
+            time.sleep(0.2)
+        sender.join(15)
+        assert not sender.is_alive()
+        sock.close()
+    finally:
+        s.close()
