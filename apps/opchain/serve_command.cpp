@@ -35,8 +35,9 @@ struct ServeOpts {
 };
 
 // Takes SIGINT/SIGTERM on one thread with sigwait. The constructor blocks them first, so every
-// thread created afterwards (compute pool, engine, HTTP workers) inherits the mask: a signal never
-// interrupts a kernel or a socket call, and the shutdown runs as ordinary code, not in a handler.
+// thread created afterwards (compute pool, engine, HTTP socket and handler threads) inherits the
+// mask: a signal never interrupts a kernel or a socket call, and the shutdown runs as ordinary
+// code, not in a handler.
 class SignalWatcher {
  public:
   SignalWatcher() {

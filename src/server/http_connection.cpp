@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "server/connection_exchange.h"
 #include "server/request_log.h"
@@ -42,6 +43,13 @@ namespace http = beast::http;
 namespace {
 
 using Seconds = std::chrono::duration<double>;
+
+// "2.5 s", not std::to_string's "2.500000".
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", seconds);
+  return buf;
+}
 
 std::chrono::steady_clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(std::clamp(seconds, 0.001, 86400.0)));
@@ -141,7 +149,7 @@ void HttpConnection::on_head(beast::error_code ec) {
   if (ec) {
     if (phase_ == Phase::Closed) return;
     if (ec == beast::error::timeout)
-      return fail_request(408, "the request head did not arrive within " + std::to_string(lim.header_timeout_s) + " s",
+      return fail_request(408, "the request head did not arrive within " + seconds_text(lim.header_timeout_s),
                           "request_timeout");
     if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted)
@@ -225,7 +233,7 @@ void HttpConnection::on_body(beast::error_code ec) {
   if (ec) {
     if (phase_ == Phase::Closed) return;
     if (ec == beast::error::timeout)
-      return fail_request(408, "the request body stalled for " + std::to_string(lim.body_timeout_s) + " s",
+      return fail_request(408, "the request body stalled for " + seconds_text(lim.body_timeout_s),
                           "request_timeout");
     if (ec == http::error::body_limit)
       return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",

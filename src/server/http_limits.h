@@ -12,7 +12,8 @@ struct HttpLimits {
   size_t max_header_bytes = 64 * 1024;        // request line and all header lines together; more: 431
   size_t max_header_count = 100;              // header lines; more: 431
   size_t max_body_bytes = 8u << 20;           // larger bodies (declared or chunked): 413, connection closed
-  double header_timeout_s = 10.0;             // whole request head must arrive within this; else 408
+  double header_timeout_s = 10.0;             // a head must arrive whole this long after its first byte
+                                              // (and a new connection send that byte); else 408
   double body_timeout_s = 10.0;               // longest pause between two reads of a body; else 408
   double write_timeout_s = 30.0;              // longest a response write may stall (slow reader); then closed
   double keep_alive_timeout_s = 15.0;         // an idle keep-alive connection is closed after this

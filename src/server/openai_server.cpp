@@ -77,7 +77,7 @@ const std::vector<double> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25
 const std::vector<double> kStepBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
 // One HTTP generation request: its sequences' events, pushed by engine callbacks (engine thread)
-// and taken by the HTTP worker that answers the client.
+// and taken by the HTTP handler thread that answers the client.
 struct Generation {
   struct Event {
     size_t choice = 0;
