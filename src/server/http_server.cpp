@@ -131,6 +131,11 @@ void HttpServer::start(size_t io_threads) {
 
 bool HttpServer::accepting() const { return !impl_->accept_stopped; }
 
+size_t HttpServer::open_connections() const {
+  std::lock_guard lock(impl_->state->mu);
+  return impl_->state->connections.size();
+}
+
 void HttpServer::drain() {
   if (impl_->state->draining.exchange(true)) return;
   net::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {

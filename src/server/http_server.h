@@ -26,6 +26,8 @@ class HttpServer {
   void start(size_t io_threads);
   // False once the accept loop stopped on its own (not through drain()).
   bool accepting() const;
+  // Connections open now (refused ones included while their answer is sent). Thread-safe.
+  size_t open_connections() const;
   // Stops accepting, closes connections that are between requests, and makes every response from
   // now on close its connection. Thread-safe; idempotent.
   void drain();

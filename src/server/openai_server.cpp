@@ -460,6 +460,8 @@ struct OpenAIServer::Impl {
     metric("opchain_generation_tokens_total", "counter", "Tokens generated for completed generation requests.",
            static_cast<double>(metrics_completion_tokens.load()));
     metric("opchain_requests_in_flight", "gauge", "Generation requests being served.", in_flight.load());
+    metric("opchain_http_connections", "gauge", "Open HTTP connections, this /metrics request's included.",
+           http ? static_cast<double>(http->open_connections()) : 0.0);
     metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.", static_cast<double>(st.waiting));
     metric("opchain_running_sequences", "gauge", "Sequences in the running batch.", static_cast<double>(st.running));
     metric("opchain_kv_blocks_used", "gauge", "KV cache blocks held by sequences.", static_cast<double>(st.blocks_used));

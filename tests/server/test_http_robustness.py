@@ -442,6 +442,13 @@ def test_repeated_equal_content_length_is_accepted(server):
 # Connections: slowloris, pipelining, keep-alive, limits
 # ---------------------------------------------------------------------------------------------
 
+def wait_connections(server: Server, expected: int, timeout: float = 10.0) -> None:
+    deadline = time.time() + timeout
+    while (n := server.metrics()["opchain_http_connections"]) != expected:
+        assert time.time() < deadline, f"{n} connections open, expected {expected}"
+        time.sleep(0.05)
+
+
 def test_slowloris_does_not_starve_health(server):
     """80 clients trickle header lines (one a second); /health answers throughout, and each of
     them gets 408 once its head has taken longer than --header-timeout (3 s)."""
@@ -461,7 +468,7 @@ def test_slowloris_does_not_starve_health(server):
             assert server.get("/health").status == 200
             worst = max(worst, time.time() - h0)
             time.sleep(0.5)
-        assert worst < 0.5, f"/health took {worst:.2f} s under slowloris"
+        assert worst < 1.0, f"/health took {worst:.2f} s under slowloris"  # (it took 20 s on cpp-httplib)
         for s in socks:
             s.settimeout(5)
             data = b""
@@ -475,6 +482,9 @@ def test_slowloris_does_not_starve_health(server):
                 pass
             assert data.startswith(b"HTTP/1.1 408"), data[:100]
         assert time.time() - t0 < 8
+        for s in socks:
+            s.close()
+        wait_connections(server, 1)
     finally:
         for s in socks:
             s.close()
@@ -633,6 +643,7 @@ def test_32_mid_stream_disconnects_leave_metrics_at_zero(server):
             c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         c.sock.close()
     server.wait_metrics_zero(timeout=10)
+    wait_connections(server, 1)  # only the /metrics request's own
     # Cancelled long before the 32 x 400 tokens they asked for.
     assert server.metrics()["opchain_generation_tokens_total"] - before < 32 * 400 / 2
     assert len(re.findall(r"POST /v1/completions 499 ", server.log())) >= 1
@@ -752,7 +763,7 @@ def test_a_client_that_stops_reading_is_cut_off_after_the_write_timeout():
             assert time.time() - t0 < 20, "the stalled connection was never closed"
             h0 = time.time()
             assert s.get("/health").status == 200
-            assert time.time() - h0 < 0.5, "a stalled reader held up /health"
+            assert time.time() - h0 < 1.0, "a stalled reader held up /health"
             time.sleep(0.2)
         sender.join(15)
         assert not sender.is_alive()
