@@ -4,7 +4,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libicu-dev
+  nlohmann-json3-dev libcli11-dev libboost-dev libicu-dev
   python3 python3-numpy
 )
 missing=()

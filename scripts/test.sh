@@ -22,7 +22,14 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
   echo "== Python tests (server, from outside)"
   python3 -m pip install -q -r tests/server/requirements.txt
-  OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server
+  OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server --ignore tests/server/test_http_robustness.py
+  # The HTTP layer against hostile clients (raw sockets, stdlib only; about 15 s on 2 cores), once
+  # on the release binary and once under ASan + UBSan, where a leak or overflow in connection
+  # handling would show.
+  echo "== HTTP robustness (release, then ASan + UBSan)"
+  OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server/test_http_robustness.py
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    OPCHAIN_BIN="$PWD/build-asan/apps/opchain/opchain" python3 -m pytest -q tests/server/test_http_robustness.py
 fi
 
 echo "== Python tests (quantised checkpoints against an independent numpy reader)"

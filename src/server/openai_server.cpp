@@ -1,13 +1,11 @@
 #include "server/openai_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -16,7 +14,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "server/http_server.h"
 #include "server/openai_protocol.h"
+#include "server/request_log.h"
 
 namespace opchain::server {
 
@@ -37,69 +37,6 @@ std::string random_id(const char* prefix) {
                 static_cast<unsigned long long>(rng() & 0xffffffffu));
   return std::string(prefix) + buf;
 }
-
-// httplib's own ThreadPool queues accepted sockets without limit. This one has a fixed number of
-// workers and a bounded backlog; when the backlog is full, enqueue() blocks httplib's accept loop,
-// so further clients wait in the kernel's listen queue instead of piling up in our memory.
-class BoundedTaskQueue final : public httplib::TaskQueue {
- public:
-  BoundedTaskQueue(size_t threads, size_t max_pending) : max_pending_(max_pending) {
-    workers_.reserve(threads);
-    for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
-  }
-  ~BoundedTaskQueue() override { shutdown(); }
-
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mu_);
-    room_.wait(lock, [&] { return jobs_.size() < max_pending_ || shutdown_; });
-    jobs_.push_back(std::move(fn));
-    lock.unlock();
-    work_.notify_one();
-  }
-
-  void shutdown() override {
-    {
-      std::lock_guard lock(mu_);
-      shutdown_ = true;
-    }
-    work_.notify_all();
-    room_.notify_all();
-    for (auto& t : workers_)
-      if (t.joinable()) t.join();
-  }
-
- private:
-  void run() {
-    for (;;) {
-      std::function<void()> fn;
-      {
-        std::unique_lock lock(mu_);
-        work_.wait(lock, [&] { return shutdown_ || !jobs_.empty(); });
-        if (jobs_.empty()) return;  // shutting down and nothing left: accepted sockets are still served
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      room_.notify_one();
-      fn();
-    }
-  }
-
-  const size_t max_pending_;
-  std::mutex mu_;
-  std::condition_variable work_, room_;
-  std::deque<std::function<void()>> jobs_;
-  bool shutdown_ = false;
-  std::vector<std::thread> workers_;
-};
-
-// httplib::Server with the listen backlog raised: the Debian build listens with a backlog of 5,
-// so a burst of new connections (32 clients connecting at once) overflows the accept queue and the
-// kernel drops SYNs, which clients only retry after a second. Listening again on the bound socket
-// just updates the backlog.
-class HttpServer : public httplib::Server {
- public:
-  bool raise_backlog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
-};
 
 class Histogram {
  public:
@@ -139,17 +76,8 @@ class Histogram {
 const std::vector<double> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
 const std::vector<double> kStepBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
 
-// httplib runs the pre-routing handler, the route handler, a chunked content provider and then the
-// logger for one request on one worker thread, so per-request log fields can live here.
-struct RequestRecord {
-  bool active = false;
-  Clock::time_point start;
-  int64_t prompt_tokens = -1, completion_tokens = -1;
-};
-thread_local RequestRecord t_record;
-
 // One HTTP generation request: its sequences' events, pushed by engine callbacks (engine thread)
-// and taken by the HTTP worker that answers the client.
+// and taken by the HTTP handler thread that answers the client.
 struct Generation {
   struct Event {
     size_t choice = 0;
@@ -271,38 +199,38 @@ struct OpenAIServer::Impl {
 
   // ---- HTTP plumbing ----
 
-  void check_auth(const httplib::Request& req) const {
+  void check_auth(const HttpRequest& req) const {
     if (opt.api_key.empty()) return;
-    const std::string h = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
+    const std::string_view h = req.header("Authorization");
+    const std::string_view prefix = "Bearer ";
     if (h.empty()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "", "invalid_api_key");
-    if (h.compare(0, prefix.size(), prefix) != 0 || !constant_time_equal(h.substr(prefix.size()), opt.api_key))
+    if (h.substr(0, prefix.size()) != prefix || !constant_time_equal(std::string(h.substr(prefix.size())), opt.api_key))
       throw ApiError(401, "incorrect API key", "authentication_error", "", "invalid_api_key");
   }
 
-  static void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
-    res.status = status;
-    res.set_content(dump(j), "application/json");
+  // Route admission (before the body is read): the API key.
+  std::optional<HttpResponse> refuse_unauthorized(const HttpRequest& head) const {
+    try {
+      check_auth(head);
+      return std::nullopt;
+    } catch (const ApiError& e) {
+      return error_response(e);
+    }
   }
 
-  static void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status(), e.body()); }
+  static HttpResponse json_response(int status, const nlohmann::json& j) {
+    HttpResponse r;
+    r.status = status;
+    r.body = dump(j);
+    return r;
+  }
 
-  std::string read_body(httplib::Response& res, const httplib::ContentReader& reader) const {
-    std::string body;
-    bool too_big = false;
-    const bool ok = reader([&](const char* data, size_t len) {
-      if (body.size() + len > opt.max_body_bytes) {
-        too_big = true;  // a chunked or length-less body has no Content-Length for httplib to check
-        return false;
-      }
-      body.append(data, len);
-      return true;
-    });
-    if (too_big || res.status == 413)
-      throw ApiError(413, "the request body is larger than " + std::to_string(opt.max_body_bytes) + " bytes",
-                     "invalid_request_error", "", "request_too_large");
-    if (!ok) throw ApiError(400, "could not read the request body", "invalid_request_error", "", "invalid_body");
-    return body;
+  static HttpResponse error_response(const ApiError& e) { return json_response(e.status(), e.body()); }
+
+  // The log line's token counts ("-" until known).
+  static std::string token_note(int64_t prompt_tokens, int64_t completion_tokens) {
+    auto count = [](int64_t v) { return v < 0 ? std::string("-") : std::to_string(v); };
+    return "prompt_tokens=" + count(prompt_tokens) + " completion_tokens=" + count(completion_tokens);
   }
 
   // ---- generation ----
@@ -363,7 +291,6 @@ struct OpenAIServer::Impl {
     for (const auto& p : prompts) max_new.push_back(max_new_tokens(pr, static_cast<int64_t>(p.size())));
     auto flight = std::make_shared<Flight>(*this, prompts.size() * n);
     for (const auto& p : prompts) flight->prompt_tokens += static_cast<int64_t>(p.size());
-    t_record.prompt_tokens = flight->prompt_tokens;
     std::shared_ptr<Generation> gen = flight->gen;
     for (size_t pi = 0; pi < prompts.size(); ++pi) {
       for (size_t j = 0; j < n; ++j) {
@@ -397,7 +324,7 @@ struct OpenAIServer::Impl {
     return ApiError(500, "the request was cancelled by the engine", "server_error");
   }
 
-  void answer_whole(Flight& flight, const ParsedRequest& pr, httplib::Response& res) {
+  void answer_whole(Flight& flight, const ParsedRequest& pr, HttpExchange& ex) {
     const size_t total = flight.gen->engine_ids.size();
     std::vector<ChoiceResult> choices(total);
     size_t finished = 0;
@@ -408,109 +335,103 @@ struct OpenAIServer::Impl {
         ++finished;
         choices[ev.choice].finish_reason = ev.reason;
         flight.completion_tokens += ev.completion_tokens;
-        t_record.completion_tokens = flight.completion_tokens;
         if (ev.reason == FinishReason::Aborted) throw aborted_error();
       }
     }
     const ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
                             opt.served_model};
-    send_json(res, 200, completion_response(meta, choices, Usage{flight.prompt_tokens, flight.completion_tokens}));
+    ex.annotate(token_note(flight.prompt_tokens, flight.completion_tokens));
+    ex.respond(json_response(200, completion_response(meta, choices, Usage{flight.prompt_tokens, flight.completion_tokens})));
   }
 
-  void answer_stream(std::shared_ptr<Flight> flight, const ParsedRequest& pr, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
-                      opt.served_model};
+  // Streams server-sent events until every choice finished or the client is gone (a failed write);
+  // the caller's Flight then aborts what is left, so a client that goes away frees its sequences.
+  void answer_stream(Flight& flight, const ParsedRequest& pr, HttpExchange& ex) {
+    HttpResponse head;
+    head.content_type = "text/event-stream";
+    head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+    const ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
+                            opt.served_model};
     const bool include_usage = pr.include_usage;
-    // One provider call streams the whole response: httplib checks for shutdown only between
-    // calls, and a graceful shutdown should let a stream finish rather than cut it mid-message.
-    // The Flight lives as long as the provider, i.e. until httplib destroys the Response, so a
-    // client that goes away has its sequences aborted however the stream ended.
-    res.set_chunked_content_provider(
-        "text/event-stream", [this, flight, meta, include_usage](size_t, httplib::DataSink& sink) {
-          auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-          Generation& gen = *flight->gen;
-          const size_t total = gen.engine_ids.size();
-          if (meta.endpoint == Endpoint::Chat)
-            for (size_t i = 0; i < total; ++i)
-              if (!write(sse_event(stream_chunk(meta, static_cast<int>(i), "", true, std::nullopt, include_usage))))
-                return false;
-          size_t finished = 0;
-          auto last_write = Clock::now();
-          while (finished < total) {
-            std::deque<Generation::Event> events;
-            try {
-              events = gen.take(std::chrono::milliseconds(500));
-            } catch (const ApiError& e) {
-              write(sse_event(e.body()));
-              write(std::string(kSseDone));
-              sink.done();
-              return true;
-            }
-            if (events.empty()) {
-              // A comment line (ignored by SSE clients) while a request waits in the queue: the
-              // only way to learn that its client went away before any token is due.
-              if (seconds_since(last_write) >= 1.0) {
-                if (!write(": keep-alive\n\n")) return false;
-                last_write = Clock::now();
-              }
-              continue;
-            }
-            // Events that queued up while the client was slow go out as one chunk per choice.
-            std::map<size_t, std::string> pending;
-            auto flush = [&](size_t choice) {
-              auto it = pending.find(choice);
-              if (it == pending.end()) return true;
-              const bool ok =
-                  write(sse_event(stream_chunk(meta, static_cast<int>(choice), it->second, false, std::nullopt, include_usage)));
-              pending.erase(it);
-              return ok;
-            };
-            for (auto& ev : events) {
-              if (!ev.text.empty()) pending[ev.choice] += ev.text;
-              if (!ev.finished) continue;
-              ++finished;
-              flight->completion_tokens += ev.completion_tokens;
-              t_record.completion_tokens = flight->completion_tokens;
-              if (!flush(ev.choice)) return false;
-              const std::string end = ev.reason == FinishReason::Aborted
-                                          ? sse_event(aborted_error().body())
-                                          : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), "", false,
-                                                                   ev.reason, include_usage));
-              if (!write(end)) return false;
-            }
-            for (size_t c = 0; c < total; ++c)
-              if (!flush(c)) return false;
-            last_write = Clock::now();
-          }
-          if (include_usage && !write(sse_event(usage_chunk(meta, Usage{flight->prompt_tokens, flight->completion_tokens}))))
-            return false;
-          if (!write(std::string(kSseDone))) return false;
-          sink.done();
-          return true;
-        });
+    if (!ex.start_stream(head)) return;
+    auto write = [&](const std::string& s) { return ex.write(s); };
+    auto end = [&] {
+      ex.annotate(token_note(flight.prompt_tokens, flight.completion_tokens));
+      ex.end_stream();
+    };
+    Generation& gen = *flight.gen;
+    const size_t total = gen.engine_ids.size();
+    if (meta.endpoint == Endpoint::Chat)
+      for (size_t i = 0; i < total; ++i)
+        if (!write(sse_event(stream_chunk(meta, static_cast<int>(i), "", true, std::nullopt, include_usage)))) return;
+    size_t finished = 0;
+    auto last_write = Clock::now();
+    while (finished < total) {
+      std::deque<Generation::Event> events;
+      try {
+        events = gen.take(std::chrono::milliseconds(500));
+      } catch (const ApiError& e) {
+        write(sse_event(e.body()));
+        write(std::string(kSseDone));
+        return end();
+      }
+      if (events.empty()) {
+        // A comment line (ignored by SSE clients) while a request waits in the queue: the
+        // only way to learn that its client went away before any token is due.
+        if (seconds_since(last_write) >= 1.0) {
+          if (!write(": keep-alive\n\n")) return;
+          last_write = Clock::now();
+        }
+        continue;
+      }
+      // Events that queued up while the client was slow go out as one chunk per choice.
+      std::map<size_t, std::string> pending;
+      auto flush = [&](size_t choice) {
+        auto it = pending.find(choice);
+        if (it == pending.end()) return true;
+        const bool ok =
+            write(sse_event(stream_chunk(meta, static_cast<int>(choice), it->second, false, std::nullopt, include_usage)));
+        pending.erase(it);
+        return ok;
+      };
+      for (auto& ev : events) {
+        if (!ev.text.empty()) pending[ev.choice] += ev.text;
+        if (!ev.finished) continue;
+        ++finished;
+        flight.completion_tokens += ev.completion_tokens;
+        if (!flush(ev.choice)) return;
+        const std::string last = ev.reason == FinishReason::Aborted
+                                     ? sse_event(aborted_error().body())
+                                     : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), "", false, ev.reason,
+                                                              include_usage));
+        if (!write(last)) return;
+      }
+      for (size_t c = 0; c < total; ++c)
+        if (!flush(c)) return;
+      last_write = Clock::now();
+    }
+    if (include_usage && !write(sse_event(usage_chunk(meta, Usage{flight.prompt_tokens, flight.completion_tokens}))))
+      return;
+    if (!write(std::string(kSseDone))) return;
+    end();
   }
 
-  void handle_generation(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
-                         Endpoint ep) {
+  // Runs on an HTTP handler thread; the body is read and the API key checked (route admission).
+  void handle_generation(HttpExchange& ex, Endpoint ep) {
     try {
-      // Read the body before anything can refuse the request: an unread body would be parsed as
-      // the next request on this keep-alive connection.
-      const std::string body = read_body(res, reader);
-      check_auth(req);
       if (draining) throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
-      const ParsedRequest pr = parse_request(body, ep, model.defaults.sampling, limits);
+      const ParsedRequest pr = parse_request(ex.request().body, ep, model.defaults.sampling, limits);
       const auto prompts = tokenize(pr);
       std::shared_ptr<Flight> flight = submit(pr, prompts);
-      if (pr.stream) answer_stream(std::move(flight), pr, res);
-      else answer_whole(*flight, pr, res);
+      ex.annotate(token_note(flight->prompt_tokens, -1));
+      if (pr.stream) answer_stream(*flight, pr, ex);
+      else answer_whole(*flight, pr, ex);
     } catch (const ApiError& e) {
-      send_error(res, e);
+      ex.respond(error_response(e));
     } catch (const InvalidArgumentError& e) {
-      send_error(res, ApiError(400, e.what()));
+      ex.respond(error_response(ApiError(400, e.what())));
     } catch (const std::exception& e) {
-      send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      ex.respond(error_response(ApiError(500, std::string("internal error: ") + e.what(), "server_error")));
     }
   }
 
@@ -539,6 +460,8 @@ struct OpenAIServer::Impl {
     metric("opchain_generation_tokens_total", "counter", "Tokens generated for completed generation requests.",
            static_cast<double>(metrics_completion_tokens.load()));
     metric("opchain_requests_in_flight", "gauge", "Generation requests being served.", in_flight.load());
+    metric("opchain_http_connections", "gauge", "Open HTTP connections, this /metrics request's included.",
+           http ? static_cast<double>(http->open_connections()) : 0.0);
     metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.", static_cast<double>(st.waiting));
     metric("opchain_running_sequences", "gauge", "Sequences in the running batch.", static_cast<double>(st.running));
     metric("opchain_kv_blocks_used", "gauge", "KV cache blocks held by sequences.", static_cast<double>(st.blocks_used));
@@ -570,111 +493,62 @@ struct OpenAIServer::Impl {
     return "other";  // arbitrary client paths must not create unbounded label sets
   }
 
-  void log_request(const httplib::Request& req, const httplib::Response& res) {
+  void log_request(const HttpRequestSummary& r) {
     {
       std::lock_guard lock(requests_mu);
-      ++requests_total[{endpoint_label(req.path), res.status}];
+      ++requests_total[{endpoint_label(std::string(r.path)), r.status}];
     }
-    if (opt.log_requests) {
-      const RequestRecord& r = t_record;
-      auto count = [](int64_t v) { return v < 0 ? std::string("-") : std::to_string(v); };
-      const double ms = r.active ? seconds_since(r.start) * 1000.0 : 0.0;
-      std::fprintf(stderr, "%s %s %d prompt_tokens=%s completion_tokens=%s %.1fms\n",
-                   req.method.empty() ? "-" : req.method.c_str(), req.path.empty() ? "-" : req.path.c_str(), res.status,
-                   count(r.prompt_tokens).c_str(), count(r.completion_tokens).c_str(), ms);
-    }
-    t_record = RequestRecord{};
+    if (!opt.log_requests) return;
+    // Method and target are client bytes: escaped, so they cannot forge lines or drive a terminal.
+    const std::string note = r.note.empty() ? token_note(-1, -1) : r.note;
+    std::fprintf(stderr, "%s %s %d %s %.1fms\n", escape_for_log(r.method, 32).c_str(), escape_for_log(r.target).c_str(),
+                 r.status, note.c_str(), r.seconds * 1000.0);
   }
 
   // ---- lifecycle ----
 
-  void setup_routes() {
-    const size_t workers = static_cast<size_t>(opt.max_concurrent) + 8;  // + room for health/metrics/idle keep-alives
-    http.new_task_queue = [workers] {
-      // httplib takes ownership of the raw pointer it asks for.
-      return std::make_unique<BoundedTaskQueue>(workers, workers * 2).release();
+  HttpRouter routes() {
+    HttpRouter router;
+    auto admit = [this](const HttpRequest& head) { return refuse_unauthorized(head); };
+    // Probes need no key, and must answer while every handler thread waits on the engine: inline.
+    router.add({"GET", "/health", false, nullptr, [this](HttpExchange& ex) {
+                  ex.respond(draining ? json_response(503, {{"status", "shutting down"}})
+                                      : json_response(200, {{"status", "ok"}}));
+                }});
+    router.add({"GET", "/metrics", false, nullptr, [this](HttpExchange& ex) {
+                  HttpResponse r;
+                  r.content_type = "text/plain; version=0.0.4";
+                  r.body = render_metrics();
+                  ex.respond(std::move(r));
+                }});
+    router.add({"GET", "/v1/models", false, admit, [this](HttpExchange& ex) {
+                  ex.respond(json_response(200, models_response(opt.served_model, created, model.engine->max_context())));
+                }});
+    router.add({"GET", "/v1/models/*", false, admit, [this](HttpExchange& ex) {
+                  const std::string_view encoded = std::string_view(ex.request().path).substr(std::strlen("/v1/models/"));
+                  std::string name;
+                  if (!percent_decode(encoded, name) || name != opt.served_model) {
+                    const std::string shown = escape_for_log(name.empty() ? encoded : name, 256);
+                    ex.respond(error_response(ApiError(404, "The model '" + shown + "' does not exist",
+                                                       "invalid_request_error", "model", "model_not_found")));
+                    return;
+                  }
+                  ex.respond(json_response(200, model_object(opt.served_model, created, model.engine->max_context())));
+                }});
+    router.add({"POST", "/v1/chat/completions", true, admit,
+                [this](HttpExchange& ex) { handle_generation(ex, Endpoint::Chat); }});
+    router.add({"POST", "/v1/completions", true, admit,
+                [this](HttpExchange& ex) { handle_generation(ex, Endpoint::Completion); }});
+    return router;
+  }
+
+  HttpServerHooks hooks() {
+    HttpServerHooks h;
+    h.error_response = [](int status, const std::string& message, const std::string& code) {
+      return json_response(status, error_body(message, status >= 500 ? "server_error" : "invalid_request_error", "", code));
     };
-    // httplib's default also sets SO_REUSEPORT, which lets a second server bind the same port and
-    // silently take half the connections; SO_REUSEADDR alone still allows a quick restart.
-    http.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    http.set_payload_max_length(opt.max_body_bytes);
-    // Idle keep-alive connections hold a worker each and delay shutdown by up to this long.
-    http.set_keep_alive_timeout(2);
-    http.set_keep_alive_max_count(1000);
-    http.set_read_timeout(10, 0);
-    http.set_write_timeout(10, 0);
-    http.set_tcp_nodelay(true);  // every SSE chunk should leave at once, not wait for Nagle
-
-    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-      t_record = RequestRecord{true, Clock::now()};
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
-    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_request(req, res); });
-    http.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;  // our own error body
-      std::string message = "error " + std::to_string(res.status);
-      std::string code;
-      if (res.status == 404) {
-        message = "no route for " + req.method + " " + req.path;
-        code = "not_found";
-      } else if (res.status == 413) {
-        message = "the request body is too large";
-        code = "request_too_large";
-      } else if (res.status == 400) {
-        message = "malformed HTTP request";
-      }
-      res.set_content(dump(error_body(message, res.status >= 500 ? "server_error" : "invalid_request_error", "", code)),
-                      "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown";
-      try {
-        if (ep) std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      send_json(res, 500, error_body("internal error: " + what, "server_error"));
-    });
-
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      if (draining) send_json(res, 503, {{"status", "shutting down"}});
-      else send_json(res, 200, {{"status", "ok"}});
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(render_metrics(), "text/plain; version=0.0.4");
-    });
-    http.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
-      try {
-        check_auth(req);
-        send_json(res, 200, models_response(opt.served_model, created, model.engine->max_context()));
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      }
-    });
-    http.Get("/v1/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
-      try {
-        check_auth(req);
-        const std::string name = req.matches[1];
-        if (name != opt.served_model)
-          throw ApiError(404, "The model '" + name + "' does not exist", "invalid_request_error", "model", "model_not_found");
-        send_json(res, 200, model_object(opt.served_model, created, model.engine->max_context()));
-      } catch (const ApiError& e) {
-        send_error(res, e);
-      }
-    });
-    http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& reader) {
-      handle_generation(req, res, reader, Endpoint::Chat);
-    });
-    http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
-                                        const httplib::ContentReader& reader) {
-      handle_generation(req, res, reader, Endpoint::Completion);
-    });
+    h.on_request_done = [this](const HttpRequestSummary& r) { log_request(r); };
+    return h;
   }
 
   void engine_loop() {
@@ -714,34 +588,21 @@ struct OpenAIServer::Impl {
   }
 
   int start() {
-    setup_routes();
     created = unix_now();
-    int port = opt.port;
-    if (port == 0) {
-      port = http.bind_to_any_port(opt.host);
-      if (port < 0) throw Error("cannot bind " + opt.host + " on any port");
-    } else if (!http.bind_to_port(opt.host, port)) {
-      throw Error("cannot bind " + opt.host + ":" + std::to_string(port) + " (in use, or not a local address?)");
-    }
-    if (!http.raise_backlog(SOMAXCONN))
-      std::fprintf(stderr, "opchain serve: could not raise the listen backlog; bursts of connections may stall\n");
+    // Generation requests beyond max_concurrent get their 429 from a handler thread; the margin
+    // keeps those answers from queueing behind the requests in flight.
+    http = std::make_unique<HttpServer>(opt.http, routes(), hooks(), static_cast<size_t>(opt.max_concurrent) + 8);
+    const int port = http->listen(opt.host, opt.port);
     engine_thread = std::thread([this] { engine_loop(); });
-    listener = std::thread([this] {
-      http.listen_after_bind();
-      listener_done = true;
-    });
-    // stop() is a no-op until listen_after_bind has marked the server running; wait for that so a
-    // shutdown right after start() cannot be lost.
-    const auto deadline = Clock::now() + std::chrono::seconds(10);
-    while (!http.is_running() && !listener_done && Clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Two socket threads: they only parse and copy bytes; generation waits on the handler threads.
+    http->start(2);
     return port;
   }
 
   void shutdown() {
     if (shut_down.exchange(true)) return;
     draining = true;
-    if (listener.joinable()) http.stop();  // closes the listening socket: no new connections
+    if (http) http->drain();  // no new connections; idle ones close; every response now closes its connection
     const auto grace = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                           std::chrono::duration<double>(std::clamp(opt.shutdown_timeout_s, 0.0, 86400.0)));
     while (in_flight > 0 && !hurry && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -749,7 +610,11 @@ struct OpenAIServer::Impl {
       std::fprintf(stderr, "opchain serve: cancelling %d request(s) still in flight\n", in_flight.load());
       abort_all();
     }
-    if (listener.joinable()) listener.join();  // returns once every worker finished its connection
+    if (http) {
+      // Cancelled streams still send their error event; then every connection closes.
+      http->wait_closed(5.0);
+      http->stop();
+    }
     stop_engine = true;
     if (engine_thread.joinable()) engine_thread.join();
   }
@@ -757,9 +622,9 @@ struct OpenAIServer::Impl {
   ServedModel model;
   ServerOptions opt;
   ProtocolLimits limits;
-  HttpServer http;
-  std::thread listener, engine_thread;
-  std::atomic<bool> stop_engine{false}, draining{false}, hurry{false}, listener_done{false}, shut_down{false};
+  std::unique_ptr<HttpServer> http;
+  std::thread engine_thread;
+  std::atomic<bool> stop_engine{false}, draining{false}, hurry{false}, shut_down{false};
   std::atomic<int> in_flight{0};
   int64_t created = 0;
 
@@ -781,7 +646,7 @@ OpenAIServer::~OpenAIServer() {
 }
 
 int OpenAIServer::start() { return impl_->start(); }
-bool OpenAIServer::listening() const { return !impl_->listener_done; }
+bool OpenAIServer::listening() const { return !impl_->http || impl_->http->accepting(); }
 void OpenAIServer::shutdown() { impl_->shutdown(); }
 void OpenAIServer::hurry() { impl_->hurry = true; }
 

@@ -1,14 +1,15 @@
 #pragma once
 // An OpenAI-compatible HTTP server over one LLMEngine. One engine thread runs the step loop; HTTP
-// worker threads tokenize, queue requests and wait on per-request event queues fed by the engine's
-// stream callbacks, so every client shares the running batch (continuous batching). httplib stays
-// behind the pimpl: only this library compiles against it.
+// handler threads tokenize, queue requests and wait on per-request event queues fed by the engine's
+// stream callbacks, so every client shares the running batch (continuous batching). The HTTP layer
+// beneath (http_server.h) enforces the connection and request limits of ServerOptions::http.
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "engine/generation_config.h"
 #include "engine/llm_engine.h"
+#include "server/http_limits.h"
 #include "io/chat_template.h"
 #include "io/tokenizer.h"
 
@@ -20,9 +21,9 @@ struct ServerOptions {
   std::string served_model;            // the only accepted value of a request's "model"
   std::string api_key;                 // empty: no authentication
   int max_concurrent = 64;             // generation requests in flight at once; beyond: 429
-  size_t max_body_bytes = 8u << 20;    // larger bodies: 413
   double shutdown_timeout_s = 10.0;    // how long shutdown() lets in-flight requests finish
-  bool log_requests = true;            // one line per request on stderr
+  bool log_requests = true;            // one line per request on stderr (control bytes escaped)
+  HttpLimits http;                     // sizes, timeouts and connection limits of the HTTP layer
 };
 
 // What the server serves; the engine, tokenizer and template outlive the server.
@@ -43,7 +44,7 @@ class OpenAIServer {
   // Binds host:port (Error naming them when that fails), then starts the engine and HTTP threads.
   // Returns the bound port.
   int start();
-  // False once the HTTP listener stopped on its own (not through shutdown()).
+  // False once the HTTP accept loop stopped on its own (not through shutdown()).
   bool listening() const;
   // Stops accepting connections, lets in-flight requests finish for up to shutdown_timeout_s, aborts
   // the rest (their KV blocks are freed), and joins every thread. Idempotent.
