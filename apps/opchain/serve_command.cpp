@@ -32,6 +32,7 @@ struct ServeOpts {
   int64_t max_body_mb = 8;
   server::HttpLimits http;  // every limit but the body size, which is set in MiB
   bool quiet = false;
+  std::vector<std::string> allowed_origins;
 };
 
 // Takes SIGINT/SIGTERM on one thread with sigwait. The constructor blocks them first, so every
@@ -117,6 +118,9 @@ Runner add_serve_command(CLI::App& app) {
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds in-flight requests may run after SIGINT/SIGTERM");
   cmd->add_option("--max-body-mb", o->max_body_mb, "largest request body in MiB (larger: 413)");
   cmd->add_flag("--quiet", o->quiet, "no per-request log lines");
+  cmd->add_option("--allowed-origins", o->allowed_origins,
+                  "browser origins allowed to call the API (CORS), e.g. https://app.example.com, or * for any (default: none)")
+      ->delimiter(',');
   // HTTP limits (README, "Serving"); the defaults are HttpLimits'.
   auto& h = o->http;
   cmd->add_option("--max-request-line-bytes", h.max_request_line_bytes, "longest request line (longer: 414)")->capture_default_str();
@@ -174,6 +178,7 @@ Runner add_serve_command(CLI::App& app) {
     so.http.max_body_bytes = static_cast<size_t>(o->max_body_mb) << 20;
     so.shutdown_timeout_s = o->shutdown_timeout;
     so.log_requests = !o->quiet;
+    so.allowed_origins = o->allowed_origins;
 
     server::OpenAIServer srv(served, so);
     signals.set_serving();  // from here a signal means a graceful shutdown, handled once start() returns

@@ -24,6 +24,30 @@ ChoiceOptions choice_options(const ParsedRequest& request, const std::string& ch
   return o;
 }
 
+namespace {
+
+// The arrays of one endpoint's logprobs object, appended in place.
+void append_logprobs(nlohmann::json& into, const nlohmann::json& more) {
+  if (more.is_null()) return;
+  if (into.is_null()) {
+    into = more;
+    return;
+  }
+  for (auto& [key, value] : more.items())
+    if (value.is_array())
+      for (const auto& e : value) into[key].push_back(e);
+}
+
+}  // namespace
+
+void append_delta(ChunkDelta& into, const ChunkDelta& more) {
+  if (into.tool_calls.empty()) into.first_tool_index = more.first_tool_index;
+  into.content += more.content;
+  into.reasoning += more.reasoning;
+  into.tool_calls.insert(into.tool_calls.end(), more.tool_calls.begin(), more.tool_calls.end());
+  append_logprobs(into.logprobs, more.logprobs);
+}
+
 ChoiceAssembler::ChoiceAssembler(ChoiceOptions options) : opt_(std::move(options)) {
   if (opt_.reasoning) reasoning_.emplace(opt_.think_opened_by_prompt);
   if (opt_.tool_format != ToolCallFormat::None) calls_.emplace(opt_.tool_format, opt_.tools);
@@ -77,14 +101,7 @@ ChunkDelta ChoiceAssembler::add(std::string_view text, std::span<const StepLogpr
   whole_.text += d.content;
   whole_.reasoning += d.reasoning;
   for (const ToolCall& c : d.tool_calls) whole_.tool_calls.push_back(c);
-  if (!d.logprobs.is_null()) {
-    if (whole_.logprobs.is_null()) whole_.logprobs = d.logprobs;
-    else if (opt_.endpoint == Endpoint::Chat)
-      for (auto& e : d.logprobs["content"]) whole_.logprobs["content"].push_back(e);
-    else
-      for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
-        for (auto& e : d.logprobs[k]) whole_.logprobs[k].push_back(e);
-  }
+  append_logprobs(whole_.logprobs, d.logprobs);
   return d;
 }
 

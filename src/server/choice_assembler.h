@@ -35,6 +35,9 @@ struct ChoiceOptions {
 ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source, const std::string& rendered_prompt,
                              const Tokenizer& tokenizer);
 
+// Joins a later delta of the same choice onto an earlier one (a stream sends them as one chunk).
+void append_delta(ChunkDelta& into, const ChunkDelta& more);
+
 class ChoiceAssembler {
  public:
   explicit ChoiceAssembler(ChoiceOptions options);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 
 #include "server/request_log.h"
 
@@ -99,6 +100,23 @@ bool ConnectionExchange::client_gone() const {
   return gone_;
 }
 
+bool ConnectionExchange::peer_hung_up() {
+  if (client_gone()) return true;
+  std::shared_ptr<HttpConnection> c = conn_.lock();
+  if (!c) {
+    mark_gone();
+    return true;
+  }
+  // The probe runs on the connection's strand, where nothing else touches the socket meanwhile.
+  auto result = std::make_shared<std::promise<bool>>();
+  std::future<bool> hung_up = result->get_future();
+  boost::asio::post(strand_, [c, result] { result->set_value(c->peer_hung_up()); });
+  if (hung_up.wait_for(std::chrono::milliseconds(500)) != std::future_status::ready) return false;  // a busy strand: ask again later
+  if (!hung_up.get()) return false;
+  mark_gone();
+  return true;
+}
+
 void ConnectionExchange::annotate(std::string note) {
   std::lock_guard lock(mu_);
   note_ = std::move(note);
@@ -165,6 +183,8 @@ std::string ConnectionExchange::head_for(const HttpResponse& r, bool stream) {
   std::string h = status_line(r.status);
   if (!r.content_type.empty()) h += "Content-Type: " + r.content_type + "\r\n";
   for (const auto& [name, value] : r.headers) h += name + ": " + value + "\r\n";
+  if (state_->hooks.extra_headers)
+    for (const auto& [name, value] : state_->hooks.extra_headers(request_)) h += name + ": " + value + "\r\n";
   h += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   return h;
 }

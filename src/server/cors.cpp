@@ -54,7 +54,6 @@ CorsPolicy::Preflight CorsPolicy::preflight(std::string_view origin, std::string
     p.status = 403;
     return p;
   }
-  p.headers = response_headers(origin);
   p.headers.emplace_back("Access-Control-Allow-Methods", std::string(kMethods));
   p.headers.emplace_back("Access-Control-Allow-Headers", std::string(kHeaders));
   p.headers.emplace_back("Access-Control-Max-Age", std::string(kMaxAge));

@@ -29,7 +29,8 @@ class CorsPolicy {
     int status = 204;
     HeaderList headers;
   };
-  // An OPTIONS request; `request_method` is Access-Control-Request-Method.
+  // An OPTIONS request; `request_method` is Access-Control-Request-Method. The headers are the
+  // preflight's own: response_headers() go on it as on every answer.
   Preflight preflight(std::string_view origin, std::string_view request_method) const;
 
  private:

@@ -1,6 +1,7 @@
 #include "server/http_connection.h"
 
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 
 #include "server/connection_exchange.h"
@@ -315,6 +317,16 @@ void HttpConnection::flush() {
     if (self->exchange_) self->exchange_->on_written(n);
     self->flush();
   });
+}
+
+bool HttpConnection::peer_hung_up() {
+  if (phase_ == Phase::Closed) return true;
+  if (!socket_.is_open()) return true;
+  char byte;
+  const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return true;  // an orderly close: a client that closed its end is not reading an answer
+  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;  // reset, or worse
+  return false;
 }
 
 void HttpConnection::report(int status) {

@@ -36,6 +36,8 @@ struct HttpServerHooks {
   std::function<HttpResponse(int status, const std::string& message, const std::string& code)> error_response;
   // Called once per request on a socket thread (must not block): logging and metrics.
   std::function<void(const HttpRequestSummary&)> on_request_done;
+  // Optional: headers added to every response to this request (e.g. CORS), errors included.
+  std::function<std::vector<std::pair<std::string, std::string>>(const HttpRequest&)> extra_headers;
 };
 
 class HttpConnection;
@@ -79,6 +81,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Strand only: sends what the current exchange queued (ConnectionExchange posts this).
   void flush();
+  // On the strand, while a request is answered: whether the client closed or reset its end. Peeks
+  // without consuming, so a pipelined request that already arrived stays unread.
+  bool peer_hung_up();
 
  private:
   enum class Phase { Idle, Head, Body, Handling, Closing, Closed };

@@ -14,9 +14,12 @@
 #include <thread>
 #include <unordered_map>
 
+#include "server/choice_assembler.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "server/openai_protocol.h"
 #include "server/request_log.h"
+#include "server/tokenize_api.h"
 
 namespace opchain::server {
 
@@ -85,6 +88,7 @@ struct Generation {
     bool finished = false;
     FinishReason reason = FinishReason::None;
     int64_t prompt_tokens = 0, completion_tokens = 0;
+    std::vector<StepLogprobs> logprobs;  // of the tokens whose text this event carries
   };
 
   explicit Generation(size_t choices) : engine_ids(choices, 0) {}
@@ -94,7 +98,7 @@ struct Generation {
       std::lock_guard lock(mu);
       if (!ev.text_delta.empty() && !first_text) first_text = Clock::now();
       if (ev.finished) ++finished_in_engine;
-      events.push_back(Event{choice, ev.text_delta, ev.finished, ev.finish_reason, ev.prompt_tokens, ev.completion_tokens});
+      events.push_back(Event{choice, ev.text_delta, ev.finished, ev.finish_reason, ev.prompt_tokens, ev.completion_tokens, ev.logprobs});
     }
     cv.notify_all();
   }
@@ -156,6 +160,9 @@ struct OpenAIServer::Impl {
     if (opt.max_concurrent <= 0) throw InvalidArgumentError("max_concurrent must be positive");
     limits.served_model = opt.served_model;
     limits.max_context = model.engine->max_context();
+    limits.serves_logprobs = limits.serves_echo = true;
+    cors = CorsPolicy(opt.allowed_origins);
+    if (model.chat_template && !model.chat_template->bos_token().empty()) bos_id = model.tokenizer->token_to_id(model.chat_template->bos_token());
   }
 
   // ---- per-request ownership ----
@@ -235,8 +242,16 @@ struct OpenAIServer::Impl {
 
   // ---- generation ----
 
-  std::vector<std::vector<int32_t>> tokenize(const ParsedRequest& pr) const {
-    std::vector<std::vector<int32_t>> prompts;
+  // The request's prompts as ids, and as text (the rendered chat, or the completion prompt: what
+  // the reasoning split and echo read).
+  struct Prompts {
+    std::vector<std::vector<int32_t>> ids;
+    std::vector<std::string> texts;
+  };
+
+  Prompts tokenize(const ParsedRequest& pr) const {
+    Prompts out;
+    std::vector<std::vector<int32_t>>& prompts = out.ids;
     if (pr.endpoint == Endpoint::Chat) {
       if (!model.chat_template)
         throw ApiError(400, "this model has no chat template; use /v1/completions with a plain prompt",
@@ -250,14 +265,27 @@ struct OpenAIServer::Impl {
       }
       // The rendered template holds the control tokens (<|im_start|>, ...): match them as specials.
       prompts.push_back(model.tokenizer->encode(text, true));
+      out.texts.push_back(std::move(text));
     } else {
-      for (const auto& p : pr.prompts) prompts.push_back(p.is_ids ? p.ids : model.tokenizer->encode(p.text));
+      for (const auto& p : pr.prompts) {
+        prompts.push_back(p.is_ids ? p.ids : model.tokenizer->encode(p.text));
+        out.texts.push_back(p.is_ids ? model.tokenizer->decode(p.ids, pr.skip_special_tokens) : p.text);
+      }
     }
     for (size_t i = 0; i < prompts.size(); ++i)
       if (prompts[i].empty())
         throw ApiError(400, "the prompt encodes to no tokens", "invalid_request_error",
                        pr.endpoint == Endpoint::Chat ? "messages" : "prompt");
-    return prompts;
+    return out;
+  }
+
+  // One assembler per choice (choice = prompt * n + sample), reading replies as the request asks.
+  std::vector<ChoiceAssembler> assemblers(const ParsedRequest& pr, const Prompts& prompts) const {
+    std::vector<ChoiceAssembler> out;
+    const std::string source = model.chat_template ? model.chat_template->source() : std::string();
+    for (const std::string& text : prompts.texts)
+      for (int j = 0; j < pr.n; ++j) out.emplace_back(choice_options(pr, source, text, *model.tokenizer));
+    return out;
   }
 
   int64_t max_new_tokens(const ParsedRequest& pr, int64_t prompt_len) const {
@@ -304,6 +332,7 @@ struct OpenAIServer::Impl {
         r.stop = pr.stop;
         r.ignore_eos = pr.ignore_eos;
         r.skip_special_tokens = pr.skip_special_tokens;
+        r.logprobs = pr.logprobs;
         try {
           const uint64_t id = model.engine->add_request(
               std::move(r), [gen, choice](const StreamEvent& ev) { gen->push(choice, ev); });
@@ -324,29 +353,45 @@ struct OpenAIServer::Impl {
     return ApiError(500, "the request was cancelled by the engine", "server_error");
   }
 
-  void answer_whole(Flight& flight, const ParsedRequest& pr, HttpExchange& ex) {
+  // Waits for every choice, then answers at once. A client that hangs up meanwhile (its SDK timed
+  // out, say) is noticed within kHangUpProbeSeconds: the request ends and ~Flight aborts its
+  // sequences, so the KV blocks are free at the next step instead of after a generation nobody reads.
+  static constexpr double kHangUpProbeSeconds = 0.1;
+  void answer_whole(Flight& flight, const ParsedRequest& pr, std::vector<ChoiceAssembler>& choices, HttpExchange& ex) {
     const size_t total = flight.gen->engine_ids.size();
-    std::vector<ChoiceResult> choices(total);
+    std::vector<FinishReason> reasons(total, FinishReason::None);
     size_t finished = 0;
+    auto last_probe = Clock::now();
     while (finished < total) {
-      for (auto& ev : flight.gen->take(std::chrono::milliseconds(1000))) {
-        choices[ev.choice].text += ev.text;
+      for (auto& ev : flight.gen->take(std::chrono::milliseconds(100))) {
+        choices[ev.choice].add(ev.text, ev.logprobs);
         if (!ev.finished) continue;
         ++finished;
-        choices[ev.choice].finish_reason = ev.reason;
+        choices[ev.choice].finish();
+        reasons[ev.choice] = ev.reason;
         flight.completion_tokens += ev.completion_tokens;
         if (ev.reason == FinishReason::Aborted) throw aborted_error();
       }
+      if (finished < total && seconds_since(last_probe) >= kHangUpProbeSeconds) {
+        if (ex.peer_hung_up()) {
+          cancelled_by_client.fetch_add(1);
+          ex.annotate(token_note(flight.prompt_tokens, flight.completion_tokens) + " cancelled=client_gone");
+          return;
+        }
+        last_probe = Clock::now();
+      }
     }
+    std::vector<ChoiceResult> results;
+    for (size_t i = 0; i < total; ++i) results.push_back(choices[i].result(reasons[i]));
     const ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
                             opt.served_model};
     ex.annotate(token_note(flight.prompt_tokens, flight.completion_tokens));
-    ex.respond(json_response(200, completion_response(meta, choices, Usage{flight.prompt_tokens, flight.completion_tokens})));
+    ex.respond(json_response(200, completion_response(meta, results, Usage{flight.prompt_tokens, flight.completion_tokens})));
   }
 
   // Streams server-sent events until every choice finished or the client is gone (a failed write);
   // the caller's Flight then aborts what is left, so a client that goes away frees its sequences.
-  void answer_stream(Flight& flight, const ParsedRequest& pr, HttpExchange& ex) {
+  void answer_stream(Flight& flight, const ParsedRequest& pr, std::vector<ChoiceAssembler>& choices, HttpExchange& ex) {
     HttpResponse head;
     head.content_type = "text/event-stream";
     head.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
@@ -385,25 +430,31 @@ struct OpenAIServer::Impl {
         continue;
       }
       // Events that queued up while the client was slow go out as one chunk per choice.
-      std::map<size_t, std::string> pending;
+      std::map<size_t, ChunkDelta> pending;
       auto flush = [&](size_t choice) {
         auto it = pending.find(choice);
         if (it == pending.end()) return true;
-        const bool ok =
-            write(sse_event(stream_chunk(meta, static_cast<int>(choice), it->second, false, std::nullopt, include_usage)));
+        const bool ok = write(sse_event(stream_chunk(meta, static_cast<int>(choice), it->second, false, std::nullopt,
+                                                     choices[choice].called_tools(), include_usage)));
         pending.erase(it);
         return ok;
       };
+      auto hold = [&](size_t choice, ChunkDelta d) {
+        if (d.content.empty() && d.reasoning.empty() && d.tool_calls.empty() && d.logprobs.is_null()) return;
+        auto [it, fresh] = pending.try_emplace(choice, std::move(d));
+        if (!fresh) append_delta(it->second, d);
+      };
       for (auto& ev : events) {
-        if (!ev.text.empty()) pending[ev.choice] += ev.text;
+        hold(ev.choice, choices[ev.choice].add(ev.text, ev.logprobs));
         if (!ev.finished) continue;
         ++finished;
+        hold(ev.choice, choices[ev.choice].finish());
         flight.completion_tokens += ev.completion_tokens;
         if (!flush(ev.choice)) return;
         const std::string last = ev.reason == FinishReason::Aborted
                                      ? sse_event(aborted_error().body())
-                                     : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), "", false, ev.reason,
-                                                              include_usage));
+                                     : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), ChunkDelta{}, false, ev.reason,
+                                                              choices[ev.choice].called_tools(), include_usage));
         if (!write(last)) return;
       }
       for (size_t c = 0; c < total; ++c)
@@ -416,16 +467,38 @@ struct OpenAIServer::Impl {
     end();
   }
 
+  void handle_tokenize(HttpExchange& ex) {
+    try {
+      const TokenizeRequest r = parse_tokenize_request(ex.request().body, opt.http.max_body_bytes);
+      ex.respond(json_response(200, tokenize_response(r, *model.tokenizer, bos_id)));
+    } catch (const ApiError& e) {
+      ex.respond(error_response(e));
+    } catch (const Error& e) {
+      ex.respond(error_response(ApiError(400, e.what(), "invalid_request_error", "content")));
+    }
+  }
+
+  void handle_detokenize(HttpExchange& ex) {
+    try {
+      const std::vector<int32_t> ids =
+          parse_detokenize_request(ex.request().body, model.tokenizer->vocab_size(), static_cast<size_t>(model.engine->max_context()));
+      ex.respond(json_response(200, detokenize_response(ids, *model.tokenizer)));
+    } catch (const ApiError& e) {
+      ex.respond(error_response(e));
+    }
+  }
+
   // Runs on an HTTP handler thread; the body is read and the API key checked (route admission).
   void handle_generation(HttpExchange& ex, Endpoint ep) {
     try {
       if (draining) throw ApiError(503, "the server is shutting down", "server_error", "", "shutting_down");
       const ParsedRequest pr = parse_request(ex.request().body, ep, model.defaults.sampling, limits);
-      const auto prompts = tokenize(pr);
-      std::shared_ptr<Flight> flight = submit(pr, prompts);
+      const Prompts prompts = tokenize(pr);
+      std::vector<ChoiceAssembler> choices = assemblers(pr, prompts);
+      std::shared_ptr<Flight> flight = submit(pr, prompts.ids);
       ex.annotate(token_note(flight->prompt_tokens, -1));
-      if (pr.stream) answer_stream(*flight, pr, ex);
-      else answer_whole(*flight, pr, ex);
+      if (pr.stream) answer_stream(*flight, pr, choices, ex);
+      else answer_whole(*flight, pr, choices, ex);
     } catch (const ApiError& e) {
       ex.respond(error_response(e));
     } catch (const InvalidArgumentError& e) {
@@ -460,6 +533,9 @@ struct OpenAIServer::Impl {
     metric("opchain_generation_tokens_total", "counter", "Tokens generated for completed generation requests.",
            static_cast<double>(metrics_completion_tokens.load()));
     metric("opchain_requests_in_flight", "gauge", "Generation requests being served.", in_flight.load());
+    metric("opchain_requests_cancelled_total", "counter",
+           "Non-streaming generation requests cancelled because the client hung up before the answer.",
+           static_cast<double>(cancelled_by_client.load()));
     metric("opchain_http_connections", "gauge", "Open HTTP connections, this /metrics request's included.",
            http ? static_cast<double>(http->open_connections()) : 0.0);
     metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.", static_cast<double>(st.waiting));
@@ -487,7 +563,7 @@ struct OpenAIServer::Impl {
   }
 
   static std::string endpoint_label(const std::string& path) {
-    for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics"})
+    for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize", "/detokenize"})
       if (path == known) return known;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{model}";
     return "other";  // arbitrary client paths must not create unbounded label sets
@@ -539,6 +615,18 @@ struct OpenAIServer::Impl {
                 [this](HttpExchange& ex) { handle_generation(ex, Endpoint::Chat); }});
     router.add({"POST", "/v1/completions", true, admit,
                 [this](HttpExchange& ex) { handle_generation(ex, Endpoint::Completion); }});
+    router.add({"POST", "/tokenize", true, admit, [this](HttpExchange& ex) { handle_tokenize(ex); }});
+    router.add({"POST", "/detokenize", true, admit, [this](HttpExchange& ex) { handle_detokenize(ex); }});
+    // CORS preflights carry no credentials: answered before (and without) authentication.
+    router.add({"OPTIONS", "/*", false, nullptr, [this](HttpExchange& ex) {
+                  const HttpRequest& req = ex.request();
+                  const CorsPolicy::Preflight p = cors.preflight(req.header("Origin"), req.header("Access-Control-Request-Method"));
+                  HttpResponse r;
+                  r.status = p.status;
+                  r.content_type.clear();
+                  r.headers = p.headers;
+                  ex.respond(std::move(r));
+                }});
     return router;
   }
 
@@ -548,6 +636,7 @@ struct OpenAIServer::Impl {
       return json_response(status, error_body(message, status >= 500 ? "server_error" : "invalid_request_error", "", code));
     };
     h.on_request_done = [this](const HttpRequestSummary& r) { log_request(r); };
+    h.extra_headers = [this](const HttpRequest& req) { return cors.response_headers(req.header("Origin")); };
     return h;
   }
 
@@ -622,6 +711,8 @@ struct OpenAIServer::Impl {
   ServedModel model;
   ServerOptions opt;
   ProtocolLimits limits;
+  CorsPolicy cors;
+  std::optional<int32_t> bos_id;  // /tokenize with add_special
   std::unique_ptr<HttpServer> http;
   std::thread engine_thread;
   std::atomic<bool> stop_engine{false}, draining{false}, hurry{false}, shut_down{false};
@@ -634,6 +725,7 @@ struct OpenAIServer::Impl {
   std::mutex requests_mu;
   std::map<std::pair<std::string, int>, int64_t> requests_total;
   std::atomic<int64_t> metrics_prompt_tokens{0}, metrics_completion_tokens{0};
+  std::atomic<int64_t> cancelled_by_client{0};  // whole-response requests whose client hung up
   Histogram ttft{kLatencyBuckets}, request_seconds{kLatencyBuckets}, step_seconds{kStepBuckets};
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/generation_config.h"
 #include "engine/llm_engine.h"
@@ -24,6 +25,7 @@ struct ServerOptions {
   double shutdown_timeout_s = 10.0;    // how long shutdown() lets in-flight requests finish
   bool log_requests = true;            // one line per request on stderr (control bytes escaped)
   HttpLimits http;                     // sizes, timeouts and connection limits of the HTTP layer
+  std::vector<std::string> allowed_origins;  // CORS: browser origins allowed to call (server/cors.h); none by default
 };
 
 // What the server serves; the engine, tokenizer and template outlive the server.

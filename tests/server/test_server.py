@@ -434,7 +434,9 @@ CHAT = "/v1/chat/completions"
     ({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}, "stream"),
     ({"messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": True}}, "stream_options"),
     ({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": "x"}, "chat_template_kwargs"),
-    ({"messages": [{"role": "user", "content": "x"}], "logprobs": True}, "logprobs"),
+    ({"messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+    ({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}, "top_logprobs"),
+    ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}, "tool_choice"),
     ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}, "response_format"),
 ])
 def test_bad_chat_requests_are_400(server, body, param):
@@ -448,7 +450,8 @@ def test_bad_chat_requests_are_400(server, body, param):
     ({"prompt": 12}, "prompt"),
     ({"prompt": [5000]}, "prompt"),            # outside the 4096-token vocabulary: the engine refuses it
     ({"prompt": [[1, 2], "x", 3]}, "prompt[2]"),
-    ({"prompt": "x", "echo": True}, "echo"),
+    ({"prompt": "x", "echo": True, "logprobs": 1}, "echo"),
+    ({"prompt": "x", "logprobs": 21}, "logprobs"),
 ])
 def test_bad_completion_requests_are_400(server, body, param):
     status, _, data = raw(server.port, "POST", "/v1/completions", body)
