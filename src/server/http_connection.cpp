@@ -1,6 +1,7 @@
 #include "server/http_connection.h"
 
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 
 #include "server/connection_exchange.h"
@@ -287,6 +289,21 @@ void HttpConnection::dispatch(const HttpRoute& route) {
   net::post(*state_->handler_pool, [run, self = shared_from_this()] {
     run();
     self->state_->blocking_handlers.fetch_sub(1);
+  });
+  watch_for_disconnect();
+}
+
+void HttpConnection::watch_for_disconnect() {
+  socket_.async_wait(net::socket_base::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::Handling) return;
+    char byte = 0;
+    const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      self->close();  // end of stream or reset: the handler sees client_gone() and gives up
+      return;
+    }
+    if (n < 0) return self->watch_for_disconnect();  // spurious wake-up
+    // A pipelined request arrived: it is read after this response; nothing more to learn here.
   });
 }
 

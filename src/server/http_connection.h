@@ -89,6 +89,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void read_body();
   void on_body(boost::beast::error_code ec);
   void dispatch(const HttpRoute& route);
+  // While a blocking handler runs: a client that closes or resets the connection (nginx's "client
+  // prematurely closed connection") closes it here, so the handler sees client_gone() and can cancel
+  // its work instead of generating for no one.
+  void watch_for_disconnect();
   // Answers an error the HTTP layer detected; the connection closes after it unless may_keep_alive
   // (the request was read whole and asked for keep-alive).
   void fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive = false);

@@ -329,7 +329,9 @@ struct OpenAIServer::Impl {
     std::vector<ChoiceResult> choices(total);
     size_t finished = 0;
     while (finished < total) {
-      for (auto& ev : flight.gen->take(std::chrono::milliseconds(1000))) {
+      // A client that went away gets nothing: returning drops the Flight, which aborts the sequences.
+      if (ex.client_gone()) return;
+      for (auto& ev : flight.gen->take(std::chrono::milliseconds(250))) {
         choices[ev.choice].text += ev.text;
         if (!ev.finished) continue;
         ++finished;
@@ -367,6 +369,7 @@ struct OpenAIServer::Impl {
     size_t finished = 0;
     auto last_write = Clock::now();
     while (finished < total) {
+      if (ex.client_gone()) return;
       std::deque<Generation::Event> events;
       try {
         events = gen.take(std::chrono::milliseconds(500));
