@@ -17,26 +17,12 @@
 #include <string>
 #include <unordered_map>
 
+#include "server/http_hooks.h"
 #include "server/http_limits.h"
 #include "server/http_request_parser.h"
 #include "server/http_router.h"
 
 namespace opchain::server {
-
-// What the HTTP layer reports once per answered (or abandoned) request.
-struct HttpRequestSummary {
-  std::string_view method, target, path;  // raw client bytes ("-" when the request line never arrived)
-  int status = 0;                         // 499: the connection closed before the response was written whole
-  double seconds = 0;
-  std::string note;                       // HttpExchange::annotate's text
-};
-
-struct HttpServerHooks {
-  // Builds the response for an error the HTTP layer answers itself (400, 404, 408, 413, 414, 431, ...).
-  std::function<HttpResponse(int status, const std::string& message, const std::string& code)> error_response;
-  // Called once per request on a socket thread (must not block): logging and metrics.
-  std::function<void(const HttpRequestSummary&)> on_request_done;
-};
 
 class HttpConnection;
 
