@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <future>
 
 #include "server/request_log.h"
 
@@ -98,23 +97,6 @@ bool ConnectionExchange::end_stream() {
 bool ConnectionExchange::client_gone() const {
   std::lock_guard lock(mu_);
   return gone_;
-}
-
-bool ConnectionExchange::peer_hung_up() {
-  if (client_gone()) return true;
-  std::shared_ptr<HttpConnection> c = conn_.lock();
-  if (!c) {
-    mark_gone();
-    return true;
-  }
-  // The probe runs on the connection's strand, where nothing else touches the socket meanwhile.
-  auto result = std::make_shared<std::promise<bool>>();
-  std::future<bool> hung_up = result->get_future();
-  boost::asio::post(strand_, [c, result] { result->set_value(c->peer_hung_up()); });
-  if (hung_up.wait_for(std::chrono::milliseconds(500)) != std::future_status::ready) return false;  // a busy strand: ask again later
-  if (!hung_up.get()) return false;
-  mark_gone();
-  return true;
 }
 
 void ConnectionExchange::annotate(std::string note) {

@@ -28,7 +28,6 @@ class ConnectionExchange final : public HttpExchange {
   bool write(std::string_view data) override;
   bool end_stream() override;
   bool client_gone() const override;
-  bool peer_hung_up() override;
   void annotate(std::string note) override;
 
   // ---- the connection's side (its strand) ----

@@ -290,6 +290,21 @@ void HttpConnection::dispatch(const HttpRoute& route) {
     run();
     self->state_->blocking_handlers.fetch_sub(1);
   });
+  watch_for_disconnect();
+}
+
+void HttpConnection::watch_for_disconnect() {
+  socket_.async_wait(net::socket_base::wait_read, [self = shared_from_this()](beast::error_code ec) {
+    if (ec || self->phase_ != Phase::Handling) return;
+    char byte = 0;
+    const ssize_t n = ::recv(self->socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      self->close();  // end of stream or reset: the handler sees client_gone() and gives up
+      return;
+    }
+    if (n < 0) return self->watch_for_disconnect();  // spurious wake-up
+    // A pipelined request arrived: it is read after this response; nothing more to learn here.
+  });
 }
 
 void HttpConnection::fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive) {
@@ -317,16 +332,6 @@ void HttpConnection::flush() {
     if (self->exchange_) self->exchange_->on_written(n);
     self->flush();
   });
-}
-
-bool HttpConnection::peer_hung_up() {
-  if (phase_ == Phase::Closed) return true;
-  if (!socket_.is_open()) return true;
-  char byte;
-  const ssize_t n = ::recv(socket_.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return true;  // an orderly close: a client that closed its end is not reading an answer
-  if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return true;  // reset, or worse
-  return false;
 }
 
 void HttpConnection::report(int status) {

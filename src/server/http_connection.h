@@ -17,28 +17,12 @@
 #include <string>
 #include <unordered_map>
 
+#include "server/http_hooks.h"
 #include "server/http_limits.h"
 #include "server/http_request_parser.h"
 #include "server/http_router.h"
 
 namespace opchain::server {
-
-// What the HTTP layer reports once per answered (or abandoned) request.
-struct HttpRequestSummary {
-  std::string_view method, target, path;  // raw client bytes ("-" when the request line never arrived)
-  int status = 0;                         // 499: the connection closed before the response was written whole
-  double seconds = 0;
-  std::string note;                       // HttpExchange::annotate's text
-};
-
-struct HttpServerHooks {
-  // Builds the response for an error the HTTP layer answers itself (400, 404, 408, 413, 414, 431, ...).
-  std::function<HttpResponse(int status, const std::string& message, const std::string& code)> error_response;
-  // Called once per request on a socket thread (must not block): logging and metrics.
-  std::function<void(const HttpRequestSummary&)> on_request_done;
-  // Optional: headers added to every response to this request (e.g. CORS), errors included.
-  std::function<std::vector<std::pair<std::string, std::string>>(const HttpRequest&)> extra_headers;
-};
 
 class HttpConnection;
 
@@ -81,9 +65,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Strand only: sends what the current exchange queued (ConnectionExchange posts this).
   void flush();
-  // On the strand, while a request is answered: whether the client closed or reset its end. Peeks
-  // without consuming, so a pipelined request that already arrived stays unread.
-  bool peer_hung_up();
 
  private:
   enum class Phase { Idle, Head, Body, Handling, Closing, Closed };
@@ -94,6 +75,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void read_body();
   void on_body(boost::beast::error_code ec);
   void dispatch(const HttpRoute& route);
+  // While a blocking handler runs: a client that closes or resets the connection (nginx's "client
+  // prematurely closed connection") closes it here, so the handler sees client_gone() and can cancel
+  // its work instead of generating for no one.
+  void watch_for_disconnect();
   // Answers an error the HTTP layer detected; the connection closes after it unless may_keep_alive
   // (the request was read whole and asked for keep-alive).
   void fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive = false);

@@ -28,11 +28,6 @@ class HttpExchange {
   virtual bool end_stream() = 0;
   // True once the connection failed or closed; nothing written reaches the client any more.
   virtual bool client_gone() const = 0;
-  // Asks the connection whether the client has hung up (closed or reset its end) while a request is
-  // being answered: a handler that waits for a whole response sends nothing, so without asking it
-  // would learn of it only when it writes. Call from a blocking route's handler thread only (it waits
-  // briefly for the connection's own thread). Marks the exchange gone when the client has.
-  virtual bool peer_hung_up() = 0;
   // Free text appended to this request's log line (e.g. token counts); the last call wins.
   virtual void annotate(std::string note) = 0;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "server/http_connection.h"
 
 namespace opchain::server {
 

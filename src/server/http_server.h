@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "server/http_connection.h"
+#include "server/http_hooks.h"
 #include "server/http_limits.h"
 #include "server/http_router.h"
 

@@ -385,6 +385,19 @@ def test_32_mid_stream_disconnects_leave_metrics_at_zero(server):
     assert len(re.findall(r"POST /v1/completions 499 ", server.log())) >= 1
 
 
+def test_a_disconnect_cancels_a_non_streaming_request(server):
+    """No stream to write to, so the server learns of the disconnect from the socket itself."""
+    before = server.metrics()["opchain_generation_tokens_total"]
+    with Conn(server.port, timeout=30) as c:
+        c.send(completion("The cat", 480, stream=False, ignore_eos=True, n=16))
+        deadline = time.time() + 10
+        while server.metrics()["opchain_kv_blocks_used"] == 0:  # generating
+            assert time.time() < deadline
+            time.sleep(0.01)
+    server.wait_metrics_zero(timeout=5)
+    assert server.metrics()["opchain_generation_tokens_total"] - before < 16 * 480 / 2
+
+
 # ---------------------------------------------------------------------------------------------
 # Long runs: resident memory, drain on SIGTERM
 # ---------------------------------------------------------------------------------------------

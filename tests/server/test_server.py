@@ -606,6 +606,9 @@ def test_full_queue_is_429_and_in_flight_requests_are_bounded(slow_server):
         slow_server.client().completions.create(model=NAME, prompt="x", max_tokens=2)
     s.close()
     slow_server.wait_metric("opchain_requests_in_flight", lambda v: v == 0, timeout=5)
+    # The engine drops aborted sequences at its next step, after the request has left the flight.
+    slow_server.wait_metric("opchain_queue_depth", lambda v: v == 0, timeout=5)
+    slow_server.wait_metric("opchain_running_sequences", lambda v: v == 0, timeout=5)
 
     # At most two HTTP generation requests in flight.
     a = open_stream(slow_server.port, {**LONG, "n": 4})
@@ -624,7 +627,8 @@ def test_full_queue_is_429_and_in_flight_requests_are_bounded(slow_server):
 
 
 def test_sigterm_lets_in_flight_requests_finish():
-    s = Server("--max-batch", "1")
+    # A grace period well beyond the request's few seconds, so a slow (sanitised, loaded) machine passes too.
+    s = Server("--max-batch", "1", "--shutdown-timeout", "60")
     try:
         result = {}
 
