@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds, and runs every test — the C++ suite in a
 # release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python
 # tests that drive the binaries from outside (the HTTP server with the official openai client, and
-# quantised checkpoints read back by an independent numpy reader).
+# quantised checkpoints read back by an independent numpy reader, and structured outputs checked by jsonschema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -24,6 +24,10 @@ if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
   python3 -m pip install -q -r tests/server/requirements.txt
   OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/server
 fi
+
+echo "== Python tests (structured outputs: generate --json-schema checked by the jsonschema validator)"
+python3 -m pip install -q -r tests/structured_outputs/requirements.txt
+OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/structured_outputs
 
 echo "== Python tests (quantised checkpoints against an independent numpy reader)"
 python3 -m pip install -q -r tests/quant/requirements.txt
