@@ -61,7 +61,6 @@ int run_grammar_bench(const std::string& model_dir, const std::string& schema_fi
   const double compile_ms = ms_since(t);
 
   constexpr int kMaxSteps = 256;
-  constexpr int32_t kStop = -2;  // stands for eos: a walk ends with probability 1/2 once the JSON is complete
   std::vector<double> first_walk_ms, later_ms, apply_ms;
   int complete = 0;
   std::vector<uint64_t> mask;
@@ -83,6 +82,7 @@ int run_grammar_bench(const std::string& model_dir, const std::string& schema_fi
         (void)sampler.sample(logits, {}, {});
         apply_ms.push_back(with_mask - ms_since(t));
       }
+      // A complete value ends the walk with probability 1/2, as if eos had been drawn.
       if (m.is_complete() && (!any || (rng() & 1))) {
         ++complete;
         break;
@@ -96,7 +96,6 @@ int run_grammar_bench(const std::string& model_dir, const std::string& schema_fi
       if (!m.accept_token(token)) throw Error("grammar bench: the matcher rejected a token its mask allowed");
     }
   }
-  (void)kStop;
   const auto st = grammar->stats();
   std::vector<double> all = first_walk_ms;
   all.insert(all.end(), later_ms.begin(), later_ms.end());

@@ -65,6 +65,44 @@ void Grammar::validate() const {
   }
 }
 
+int32_t add_repeat_rule(Grammar& g, const std::string& name, const Grammar::Sequence& item,
+                        const Grammar::Sequence& sep, int64_t min, int64_t max) {
+  auto cat = [](std::initializer_list<Grammar::Sequence> parts) {
+    Grammar::Sequence out;
+    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+    return out;
+  };
+  if (max == 0) return g.add_rule(name, {{}});
+  const int64_t first_required = std::max<int64_t>(min, 1);
+  int32_t tail;  // after the required items: the optional ones
+  if (max < 0) {
+    tail = g.add_rule(name + "_more");
+    g.add_alternative(tail, {});
+    g.add_alternative(tail, cat({sep, item, {tail}}));
+  } else {
+    tail = g.add_rule(name + "_end", {{}});
+    for (int64_t k = 0; k < max - first_required; ++k) tail = g.add_rule(name + "_opt", {{}, cat({sep, item, {tail}})});
+  }
+  int32_t chain = tail;
+  for (int64_t j = 1; j < first_required; ++j) chain = g.add_rule(name + "_req", {cat({sep, item, {chain}})});
+  const int32_t nonempty = g.add_rule(name + "_items", {cat({item, {chain}})});
+  return min == 0 ? g.add_rule(name, {{}, {nonempty}}) : nonempty;
+}
+
+std::vector<Grammar::Sequence> utf8_multibyte_sequences(Grammar& g) {
+  const auto t = [&](uint8_t lo, uint8_t hi) { return g.terminal(byte_range(lo, hi)); };
+  const auto cont = t(0x80, 0xBF);
+  return {
+      {t(0xC2, 0xDF), cont},
+      {t(0xE0, 0xE0), t(0xA0, 0xBF), cont},
+      {g.terminal(byte_range(0xE1, 0xEC) | byte_range(0xEE, 0xEF)), cont, cont},
+      {t(0xED, 0xED), t(0x80, 0x9F), cont},
+      {t(0xF0, 0xF0), t(0x90, 0xBF), cont, cont},
+      {t(0xF1, 0xF3), cont, cont, cont},
+      {t(0xF4, 0xF4), t(0x80, 0x8F), cont, cont},
+  };
+}
+
 namespace {
 
 std::string describe(const ByteSet& set) {

@@ -57,4 +57,13 @@ class Grammar {
   int32_t root_ = -1;
 };
 
+// A rule matching `item` repeated min..max times (max < 0: unbounded) with `sep` between items.
+// Optional items nest (each optional rule offers "stop here" or "one more"), and the unbounded loop
+// is a tail call, so the automaton revisits one state per remaining count (Note [Grammar automaton]).
+int32_t add_repeat_rule(Grammar& g, const std::string& name, const Grammar::Sequence& item,
+                        const Grammar::Sequence& sep, int64_t min, int64_t max);
+// The byte sequences of every well-formed multi-byte UTF-8 character (RFC 3629), one per
+// alternative: what "any character other than ASCII" is in a grammar over bytes.
+std::vector<Grammar::Sequence> utf8_multibyte_sequences(Grammar& g);
+
 }  // namespace opchain

@@ -1,12 +1,15 @@
 #include "engine/json_schema_grammar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "core/error.h"
+#include "engine/integer_range_grammar.h"
+#include "engine/regex_grammar.h"
 
 namespace opchain {
 
@@ -39,14 +42,15 @@ const std::set<std::string>& annotation_keywords() {
 
 const std::set<std::string>& supported_keywords() {
   static const std::set<std::string> k{"type", "properties", "required", "additionalProperties", "items", "minItems",
-                                       "maxItems", "enum", "const", "anyOf", "oneOf", "$ref", "minLength", "maxLength"};
+                                       "maxItems", "enum", "const", "anyOf", "oneOf", "$ref", "minLength", "maxLength",
+                                       "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
   return k;
 }
 
 class Compiler {
  public:
   Compiler(Grammar& g, const Json& root, const JsonGrammarOptions& o) : g_(g), root_(root), o_(o) {
-    if (o.max_whitespace < 0 || o.max_integer_digits < 1 || o.max_fraction_digits < 1 || o.max_exponent_digits < 1)
+    if (o.max_whitespace < 0 || o.max_integer_digits < 1 || o.max_integer_digits > 18 || o.max_fraction_digits < 1 || o.max_exponent_digits < 1)
       throw InvalidArgumentError("json_schema: whitespace and digit bounds must be positive");
     ws_ = repeat("ws", {g_.terminal(byte_set_of(" \t\n\r"))}, {}, 0, o.max_whitespace);
   }
@@ -79,7 +83,9 @@ class Compiler {
     // No "type": inferred from the keywords present, as xgrammar does.
     if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) return typed(s, "object", ptr);
     if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) return typed(s, "array", ptr);
-    if (s.contains("minLength") || s.contains("maxLength")) return typed(s, "string", ptr);
+    if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern")) return typed(s, "string", ptr);
+    for (const char* k : kBoundKeywords)
+      if (s.contains(k)) fail(std::string("'") + k + "' needs \"type\": \"integer\"", ptr + "/" + k);
     return any_value();
   }
 
@@ -104,23 +110,8 @@ class Compiler {
   }
   Seq literal_json(const Json& v) { return lit(v.dump(-1, ' ', false)); }
 
-  // `item` repeated min..max times (max < 0: unbounded) with `sep` between items.
   int32_t repeat(const std::string& name, const Seq& item, const Seq& sep, int64_t min, int64_t max) {
-    if (max == 0) return add(name, {{}});
-    const int64_t first_required = std::max<int64_t>(min, 1);
-    int32_t tail;  // after the required items: the optional ones
-    if (max < 0) {
-      tail = g_.add_rule(name + "_more");
-      g_.add_alternative(tail, {});
-      g_.add_alternative(tail, cat({sep, item, {tail}}));
-    } else {
-      tail = add(name + "_end", {{}});
-      for (int64_t k = 0; k < max - first_required; ++k) tail = add(name + "_opt", {{}, cat({sep, item, {tail}})});
-    }
-    int32_t chain = tail;
-    for (int64_t j = 1; j < first_required; ++j) chain = add(name + "_req", {cat({sep, item, {chain}})});
-    const int32_t nonempty = add(name + "_items", {cat({item, {chain}})});
-    return min == 0 ? add(name, {{}, {nonempty}}) : nonempty;
+    return add_repeat_rule(g_, name, item, sep, min, max);
   }
 
   int64_t count_keyword(const Json& s, const char* key, const std::string& ptr, int64_t fallback) {
@@ -137,15 +128,58 @@ class Compiler {
     if (type == "object") return object(s, ptr);
     if (type == "array") return array(s, ptr);
     if (type == "string") {
+      if (s.contains("pattern")) return pattern(s, ptr);
       const int64_t min = count_keyword(s, "minLength", ptr, 0), max = count_keyword(s, "maxLength", ptr, -1);
       if (max >= 0 && max < min) fail("'maxLength' is below 'minLength'", ptr + "/maxLength");
       return string_rule(min, max);
     }
-    if (type == "number") return number();
-    if (type == "integer") return integer();
+    if (type == "number") {
+      for (const char* k : kBoundKeywords)
+        if (s.contains(k)) fail(std::string("'") + k + "' is supported on type 'integer' only, not 'number'", ptr + "/" + k);
+      return number();
+    }
+    if (type == "integer") return bounded_integer(s, ptr);
     if (type == "boolean") return add("boolean", {lit("true"), lit("false")});
     if (type == "null") return add("null", {lit("null")});
     fail("unknown type '" + type + "'", ptr + "/type");
+  }
+
+  static constexpr const char* kBoundKeywords[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+
+  int32_t bounded_integer(const Json& s, const std::string& ptr) {
+    std::optional<int64_t> lo, hi;
+    constexpr double kLimit = 1e15;  // integers are generated with at most 16 digits
+    for (const char* k : kBoundKeywords) {
+      if (!s.contains(k)) continue;
+      const Json& v = s[k];
+      if (!v.is_number()) fail(std::string("'") + k + "' must be a number", ptr + "/" + k);
+      const double x = v.get<double>();
+      if (!(std::fabs(x) < kLimit)) fail(std::string("'") + k + "' beyond +-1e15 is not supported", ptr + "/" + k);
+      const std::string key = k;
+      if (key == "minimum" || key == "exclusiveMinimum") {
+        const auto b = static_cast<int64_t>(key == "minimum" ? std::ceil(x) : std::floor(x) + 1);
+        lo = lo ? std::max(*lo, b) : b;
+      } else {
+        const auto b = static_cast<int64_t>(key == "maximum" ? std::floor(x) : std::ceil(x) - 1);
+        hi = hi ? std::min(*hi, b) : b;
+      }
+    }
+    if (!lo && !hi) return integer();
+    if (lo && hi && *lo > *hi) fail("no integer lies between the minimum and the maximum", ptr);
+    return add_integer_range_rule(g_, lo, hi, o_.max_integer_digits);
+  }
+
+  int32_t pattern(const Json& s, const std::string& ptr) {
+    if (!s["pattern"].is_string()) fail("'pattern' must be a string", ptr + "/pattern");
+    if (s.contains("minLength") || s.contains("maxLength"))
+      fail("'pattern' together with 'minLength'/'maxLength' is not supported", ptr + "/pattern");
+    int32_t body;
+    try {
+      body = add_json_string_pattern_rule(g_, s["pattern"].get<std::string>());
+    } catch (const InvalidArgumentError& e) {
+      fail(e.what(), ptr + "/pattern");
+    }
+    return add("pattern", {cat({lit("\""), {body}, lit("\"")})});
   }
 
   int32_t object(const Json& s, const std::string& ptr) {
@@ -256,26 +290,19 @@ class Compiler {
   int32_t string_char() {
     if (string_char_ < 0) {
       const auto t = [&](uint8_t lo, uint8_t hi) { return g_.terminal(byte_range(lo, hi)); };
-      const auto cont = t(0x80, 0xBF);
       ByteSet plain = byte_range(0x20, 0x7F);
       plain.reset('"');
       plain.reset('\\');
       const auto hex = g_.terminal(byte_set_of("0123456789abcdefABCDEF"));
-      std::vector<Seq> alts{
-          {g_.terminal(plain)},
-          // Well-formed UTF-8 only (RFC 3629), so every output decodes.
-          {t(0xC2, 0xDF), cont},
-          {t(0xE0, 0xE0), t(0xA0, 0xBF), cont},
-          {g_.terminal(byte_range(0xE1, 0xEC) | byte_range(0xEE, 0xEF)), cont, cont},
-          {t(0xED, 0xED), t(0x80, 0x9F), cont},
-          {t(0xF0, 0xF0), t(0x90, 0xBF), cont, cont},
-          {t(0xF1, 0xF3), cont, cont, cont},
-          {t(0xF4, 0xF4), t(0x80, 0x8F), cont, cont},
+      // Well-formed UTF-8 only (RFC 3629), so every output decodes.
+      std::vector<Seq> alts = utf8_multibyte_sequences(g_);
+      alts.insert(alts.begin(), Seq{g_.terminal(plain)});
+      for (Seq escape : std::vector<Seq>{
           cat({lit("\\"), {g_.terminal(byte_set_of("\"\\/bfnrt"))}}),
           // \u escapes of non-surrogates only, so one escape is one character for maxLength.
           cat({lit("\\u"), {g_.terminal(byte_set_of("0123456789abcABCeEfF"))}, {hex, hex, hex}}),
-          cat({lit("\\u"), {g_.terminal(byte_set_of("dD"))}, {t('0', '7'), hex, hex}}),
-      };
+          cat({lit("\\u"), {g_.terminal(byte_set_of("dD"))}, {t('0', '7'), hex, hex}})})
+        alts.push_back(escape);
       string_char_ = add("char", alts);
     }
     return string_char_;

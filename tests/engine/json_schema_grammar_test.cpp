@@ -3,6 +3,9 @@
 // unsupported or malformed schema fails with the keyword and its JSON pointer in the message.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <tuple>
+
 #include "core/error.h"
 #include "engine/json_schema_grammar.h"
 #include "engine/response_format.h"
@@ -52,12 +55,52 @@ TEST(JsonSchemaGrammar, ScalarTypes) {
   EXPECT_FALSE(alive(*b, "1"));
 }
 
+TEST(JsonSchemaGrammar, IntegerRangesMatchExactlyTheIntegersInside) {
+  const std::vector<std::tuple<std::optional<double>, std::optional<double>, bool, bool>> cases{
+      {-23, 117, false, false}, {0, 0, false, false}, {5, std::nullopt, false, false}, {std::nullopt, -7, false, false},
+      {-120, -95, false, false}, {1.5, 20.5, false, false}, {-3, 10, true, true}, {99, 1001, false, false}};
+  for (const auto& [lo, hi, exclusive_lo, exclusive_hi] : cases) {
+    nlohmann::ordered_json sch{{"type", "integer"}};
+    if (lo) sch[exclusive_lo ? "exclusiveMinimum" : "minimum"] = *lo;
+    if (hi) sch[exclusive_hi ? "exclusiveMaximum" : "maximum"] = *hi;
+    auto g = compile_json_schema(sch);
+    for (int64_t v = -1500; v <= 1500; ++v) {
+      const auto d = static_cast<double>(v);
+      const bool inside = (!lo || (exclusive_lo ? d > *lo : d >= *lo)) && (!hi || (exclusive_hi ? d < *hi : d <= *hi));
+      ASSERT_EQ(complete(*g, std::to_string(v)), inside) << sch.dump() << " v=" << v;
+    }
+    EXPECT_FALSE(alive(*g, "-0"));
+    EXPECT_FALSE(alive(*g, "01"));
+  }
+}
+
 TEST(JsonSchemaGrammar, StringLength) {
   auto s = schema(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_FALSE(complete(*s, R"("a")"));
   EXPECT_TRUE(complete(*s, R"("ab")"));
   EXPECT_TRUE(complete(*s, R"("é\n😀")"));  // characters, not bytes
   EXPECT_FALSE(alive(*s, R"("abcd)"));
+}
+
+TEST(JsonSchemaGrammar, Pattern) {
+  auto s = schema(R"({"type":"string","pattern":"^[a-z]{2,3}-\\d+(\\.[0-9]x?)?$"})");
+  EXPECT_TRUE(complete(*s, R"("ab-12")"));
+  EXPECT_TRUE(complete(*s, R"("abc-1.5x")"));
+  EXPECT_FALSE(alive(*s, R"("abcd)"));
+  EXPECT_FALSE(complete(*s, R"("ab-")"));
+  auto alt = schema(R"({"pattern":"(foo|ba[rz])+|\\w*!"})");
+  EXPECT_TRUE(complete(*alt, R"("foobazbar")"));
+  EXPECT_TRUE(complete(*alt, R"("x_9!")"));
+  EXPECT_FALSE(alive(*alt, R"("fo-)"));
+  // A quote, anything but 'a', a backslash, anything but a newline: JSON escapes spell them.
+  auto quote = schema(R"({"type":"string","pattern":"^\"[^a]\\\\.$"})");
+  EXPECT_TRUE(complete(*quote, R"("\"é\\x")"));
+  EXPECT_FALSE(alive(*quote, R"("\"a)"));
+  EXPECT_FALSE(complete(*quote, R"("\"b\\\n")"));
+  // \s inside a negated class keeps it ASCII: Python reads \s as Unicode whitespace.
+  auto ascii = schema(R"({"type":"string","pattern":"[^a\\s]"})");
+  EXPECT_TRUE(complete(*ascii, R"("b")"));
+  EXPECT_FALSE(alive(*ascii, R"("é)"));
 }
 
 TEST(JsonSchemaGrammar, ObjectPropertiesRequiredAndOrder) {
@@ -120,8 +163,14 @@ TEST(JsonSchemaGrammar, JsonObject) {
 }
 
 TEST(JsonSchemaGrammar, ErrorsNameKeywordAndPointer) {
-  expect_error(R"({"type":"string","pattern":"a+"})", "unsupported keyword 'pattern' at /pattern");
-  expect_error(R"({"properties":{"x":{"type":"integer","minimum":0}}})", "'minimum' at /properties/x/minimum");
+  expect_error(R"({"type":"string","format":"date","multipleOf":2})", "unsupported keyword 'multipleOf' at /multipleOf");
+  expect_error(R"({"type":"string","pattern":"(?=a)b"})", "lookaround, named groups and inline flags are not supported at offset 1 at /pattern");
+  expect_error(R"({"type":"string","pattern":"(a)\\1"})", "the escape '\\1' is not supported");
+  expect_error(R"({"type":"string","pattern":"a{3,2}"})", "'{n,m}' with m below n");
+  expect_error(R"({"type":"string","pattern":"a","maxLength":3})", "together with 'minLength'/'maxLength'");
+  expect_error(R"({"properties":{"x":{"type":"integer","multipleOf":2}}})", "'multipleOf' at /properties/x/multipleOf");
+  expect_error(R"({"type":"number","maximum":2})", "'maximum' is supported on type 'integer' only, not 'number' at /maximum");
+  expect_error(R"({"type":"integer","minimum":3,"exclusiveMaximum":3})", "no integer lies between");
   expect_error(R"({"type":"strin"})", "unknown type 'strin' at /type");
   expect_error(R"({"$ref":"#/$defs/missing"})", "does not exist at /$ref");
   expect_error(R"({"$ref":"http://x/y.json"})", "only local");
