@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds, and runs every test — the C++ suite in a
 # release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python
 # tests that drive the binaries from outside (the HTTP server with the official openai client, and
-# quantised checkpoints read back by an independent numpy reader).
+# quantised checkpoints read back by an independent numpy reader, and structured outputs checked by jsonschema).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -31,6 +31,10 @@ if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     OPCHAIN_BIN="$PWD/build-asan/apps/opchain/opchain" python3 -m pytest -q tests/server/test_http_robustness.py
 fi
+
+echo "== Python tests (structured outputs: generate --json-schema checked by the jsonschema validator)"
+python3 -m pip install -q -r tests/structured_outputs/requirements.txt
+OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/structured_outputs
 
 echo "== Python tests (quantised checkpoints against an independent numpy reader)"
 python3 -m pip install -q -r tests/quant/requirements.txt

@@ -14,6 +14,7 @@
 #include <regex>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/grammar_bench.h"
 #include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -223,6 +224,7 @@ struct Opts {
   int reps = 3;
   int64_t bandwidth_mib = 1024;
   bool graph = false, eager = false, json = false;
+  std::string json_schema;  // set: the grammar-mask micro-benchmark instead of the model's throughput
 };
 
 void check_positive(const std::vector<int64_t>& v, const std::string& flag) {
@@ -496,7 +498,9 @@ Runner add_bench_command(CLI::App& app) {
   auto* eager = cmd->add_flag("--eager", o->eager, "eager decode only (default: eager and graph)");
   graph->excludes(eager);
   cmd->add_flag("--json", o->json, "print one JSON object on stdout");
-  return [o] { return run_bench(*o); };
+  cmd->add_option("--json-schema", o->json_schema,
+                  "instead: time the structured-output token mask per token for this JSON Schema over the model's vocabulary");
+  return [o] { return o->json_schema.empty() ? run_bench(*o) : run_grammar_bench(o->model, o->json_schema, o->reps, o->json); };
 }
 
 }  // namespace opchain::cli

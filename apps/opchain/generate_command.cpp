@@ -7,6 +7,7 @@
 #include "apps/opchain/commands.h"
 #include "apps/opchain/model_session.h"
 #include "core/error.h"
+#include "engine/json_schema_grammar.h"
 
 namespace opchain::cli {
 
@@ -20,6 +21,8 @@ struct GenerateOpts {
   std::optional<int> top_k;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
+  std::string json_schema;
+  bool json_object = false;
   bool chat = false, json = false, ignore_eos = false, no_thinking = false;
 };
 
@@ -58,6 +61,8 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-thinking", o->no_thinking, "with --chat: enable_thinking=false");
   cmd->add_flag("--json", o->json, "one JSON result per prompt");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "do not stop at the eos token");
+  auto* schema = cmd->add_option("--json-schema", o->json_schema, "constrain the output to JSON valid under this JSON Schema file");
+  cmd->add_flag("--json-object", o->json_object, "constrain the output to a JSON object")->excludes(schema);
   return [o] {
     if (o->prompt.empty() && o->prompt_ids.empty() && o->prompts_file.empty())
       throw InvalidArgumentError("give --prompt, --prompt-ids or --prompts-file");
@@ -76,6 +81,18 @@ Runner add_generate_command(CLI::App& app) {
                           : session->defaults.max_new_tokens > 0 ? session->defaults.max_new_tokens : 256;
     base.stop = o->stop;
     base.ignore_eos = o->ignore_eos;
+    if (!o->json_schema.empty()) {
+      std::ifstream in(o->json_schema);
+      if (!in) throw InvalidArgumentError("cannot read --json-schema " + o->json_schema);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      try {
+        base.grammar = compile_json_schema_text(text);
+      } catch (const InvalidArgumentError& e) {
+        throw InvalidArgumentError("--json-schema " + o->json_schema + ": " + e.what());
+      }
+    } else if (o->json_object) {
+      base.grammar = compile_json_object();
+    }
 
     std::vector<GenerationRequest> requests;
     if (!o->prompts_file.empty()) {

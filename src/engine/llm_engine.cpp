@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/grammar_matcher.h"
+#include "engine/token_vocabulary.h"
 #include "io/tokenizer.h"
 
 namespace opchain {
@@ -29,6 +31,8 @@ struct LLMEngine::Sequence {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<IncrementalDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
+  std::unique_ptr<GrammarMatcher> grammar;  // structured output, when the request asked for it
+  std::vector<uint64_t> allowed;             // this step's token mask (grammar only), reused
   std::string text;
   std::vector<StepLogprobs> logprobs;  // every output token's, when asked for
   size_t logprobs_sent = 0;            // how many of them stream events carried
@@ -106,6 +110,10 @@ uint64_t LLMEngine::add_request(GenerationRequest req, StreamCallback on_event) 
                                                         s->req.skip_special_tokens);
   }
   s->stop = std::make_unique<StopMatcher>(s->req.stop);
+  if (s->req.grammar) {
+    if (!tokenizer_) throw InvalidArgumentError("a grammar-constrained request needs the model's tokenizer, and this engine has none");
+    s->grammar = std::make_unique<GrammarMatcher>(s->req.grammar, grammar_vocabulary(), s->req.stop_token_ids);
+  }
   std::lock_guard lock(inbox_mu_);
   if (queued_ >= config_.max_queue)
     throw QueueFullError("the request queue is full (" + std::to_string(config_.max_queue) + " waiting)");
@@ -335,9 +343,22 @@ bool LLMEngine::step() {
     const std::span<const float> row(logits.data<float>() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab));
     const std::span<const int32_t> prompt(s.tokens.data(), static_cast<size_t>(s.prompt_len));
     const std::span<const int32_t> output(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated()));
-    const int32_t token = s.sampler->sample(row, prompt, output);
+    int32_t token;
+    if (s.grammar) {
+      // The mask applies to this sequence's copy of its row inside its own sampler, so the other
+      // requests of the batch draw exactly what they would alone.
+      if (!s.grammar->fill_next_token_mask(s.allowed)) {
+        finish(s, FinishReason::Stop);  // complete, nothing may follow, and no stop token to say so
+        continue;
+      }
+      token = s.sampler->sample(row, prompt, output, s.allowed);
+      if (!s.grammar->accept_token(token))
+        throw Error("grammar matcher rejected token " + std::to_string(token) + " that its own mask allowed");
+    } else {
+      token = s.sampler->sample(row, prompt, output);
+    }
     if (s.req.logprobs >= 0 && std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), token) == s.req.stop_token_ids.end())
-      s.logprobs.push_back(step_logprobs(row, token, s.req.logprobs));
+      s.logprobs.push_back(step_logprobs(row, token, s.req.logprobs));  // of the model's row, before any mask (as vLLM)
     emit(s, token);
   }
 
@@ -345,6 +366,13 @@ bool LLMEngine::step() {
   all_.erase(std::remove_if(all_.begin(), all_.end(), [](const auto& q) { return q->done && q->on_event; }), all_.end());
   publish_stats(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return true;
+}
+
+std::shared_ptr<const TokenVocabulary> LLMEngine::grammar_vocabulary() {
+  std::lock_guard lock(vocab_mu_);
+  if (!grammar_vocab_)
+    grammar_vocab_ = TokenVocabulary::from_tokenizer(*tokenizer_, static_cast<size_t>(model_.config().vocab_size));
+  return grammar_vocab_;
 }
 
 void LLMEngine::publish_stats(double step_ms) {

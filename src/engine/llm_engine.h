@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/compiled_grammar.h"
 #include "engine/detokenizer.h"
 #include "engine/kv_cache.h"
 #include "engine/logprobs.h"
@@ -24,6 +25,7 @@
 namespace opchain {
 
 class Tokenizer;
+class TokenVocabulary;
 
 struct EngineConfig {
   int64_t block_size = 16;
@@ -48,6 +50,10 @@ struct GenerationRequest {
   // -1: none. 0..kMaxTopLogprobs: each output token's log-probability and this many most likely
   // alternatives (engine/logprobs.h). Stop tokens, which add no text, get none.
   int logprobs = -1;
+  // Structured output (docs/structured-outputs.md): when set, every token is drawn from those the
+  // grammar allows after the text so far (a stop token only once the text is complete), e.g.
+  // compile_json_schema(...) or grammar_for_response_format(...). Needs the engine's tokenizer.
+  std::shared_ptr<const CompiledGrammar> grammar;
 };
 
 enum class FinishReason { None, Stop, Length, Aborted };
@@ -135,11 +141,14 @@ class LLMEngine {
   void emit(Sequence& s, int32_t token);
   void take_logprobs(Sequence& s, StreamEvent& ev);
   void publish_stats(double step_ms);  // step_ms < 0: counts only
+  std::shared_ptr<const TokenVocabulary> grammar_vocabulary();
 
   const CausalLM& model_;
   const Tokenizer* tokenizer_;
   EngineConfig config_;
   std::vector<int32_t> eos_ids_;
+  std::mutex vocab_mu_;
+  std::shared_ptr<const TokenVocabulary> grammar_vocab_;  // built on the first constrained request
   std::unique_ptr<KvCache> cache_;
   std::unique_ptr<ModelRunner> runner_;
 

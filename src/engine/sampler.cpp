@@ -264,14 +264,23 @@ void Sampler::apply_min_p() {
   cands_.erase(end, cands_.end());
 }
 
+void Sampler::apply_allowed(std::span<const uint64_t> allowed) {
+  const size_t n = scratch_.size();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t w = i >> 6;
+    if (w >= allowed.size() || !((allowed[w] >> (i & 63)) & 1u)) scratch_[i] = -std::numeric_limits<float>::infinity();
+  }
+}
+
 int32_t Sampler::prepare(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                         std::span<const int32_t> output_ids) {
+                         std::span<const int32_t> output_ids, std::span<const uint64_t> allowed) {
   if (logits.empty()) throw InvalidArgumentError("Sampler: empty logits row");
   const size_t n = logits.size();
   if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
     throw InvalidArgumentError("Sampler: logits row of " + std::to_string(n) + " entries exceeds int32 ids");
   scratch_.assign(logits.begin(), logits.end());  // reuses capacity
   apply_penalties(prompt_ids, output_ids);
+  if (!allowed.empty()) apply_allowed(allowed);
 
   // One pass for the argmax (strict > keeps the lowest id on ties) and the sanity checks.
   float max_logit = -std::numeric_limits<float>::infinity();
@@ -309,8 +318,8 @@ int32_t Sampler::prepare(std::span<const float> logits, std::span<const int32_t>
 }
 
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                        std::span<const int32_t> output_ids) {
-  const int32_t greedy = prepare(logits, prompt_ids, output_ids);
+                        std::span<const int32_t> output_ids, std::span<const uint64_t> allowed) {
+  const int32_t greedy = prepare(logits, prompt_ids, output_ids, allowed);
   if (greedy >= 0) return greedy;
   const double u = next_uniform() * total_;
   // Returns the first entry whose cumulative weight exceeds u; a zero weight never can.
@@ -335,8 +344,8 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
 }
 
 std::vector<float> Sampler::probabilities(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                                          std::span<const int32_t> output_ids) {
-  const int32_t greedy = prepare(logits, prompt_ids, output_ids);
+                                          std::span<const int32_t> output_ids, std::span<const uint64_t> allowed) {
+  const int32_t greedy = prepare(logits, prompt_ids, output_ids, allowed);
   std::vector<float> probs(logits.size(), 0.0f);
   if (greedy >= 0) {
     probs[static_cast<size_t>(greedy)] = 1.0f;

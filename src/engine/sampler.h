@@ -48,14 +48,17 @@ class Sampler {
   // once they have grown to the vocabulary's needs a call does not allocate. Throws
   // InvalidArgumentError for an empty row, a NaN or +inf logit, a row with every logit -inf, or a
   // penalised id outside the vocabulary.
+  // allowed (optional, e.g. a grammar's token mask): bit (id % 64) of word id / 64 set = the id may
+  // be drawn; every other id's logit becomes -inf before any filter, so only this row changes.
+  // Empty = every id allowed.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                 std::span<const int32_t> output_ids);
+                 std::span<const int32_t> output_ids, std::span<const uint64_t> allowed = {});
 
   // The distribution sample() would draw from (after every penalty and filter), one probability
   // per vocabulary id; one-hot on the argmax when greedy. For tests and debugging: it allocates and
   // does not advance the RNG.
   std::vector<float> probabilities(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                                   std::span<const int32_t> output_ids);
+                                   std::span<const int32_t> output_ids, std::span<const uint64_t> allowed = {});
 
  private:
   struct Candidate {
@@ -66,7 +69,8 @@ class Sampler {
   // Runs penalties and filters; returns the greedy id, or -1 with the kept distribution either
   // dense (weights in scratch_, for every id) or sparse (cands_).
   int32_t prepare(std::span<const float> logits, std::span<const int32_t> prompt_ids,
-                  std::span<const int32_t> output_ids);
+                  std::span<const int32_t> output_ids, std::span<const uint64_t> allowed);
+  void apply_allowed(std::span<const uint64_t> allowed);
   void apply_penalties(std::span<const int32_t> prompt_ids, std::span<const int32_t> output_ids);
   void select_top_k();
   void dense_weights(float max_logit, float inv_t);
