@@ -12,11 +12,17 @@ ChoiceOptions choice_options(const ParsedRequest& request, const std::string& ch
   o.logprobs = request.logprobs >= 0;
   o.tokenizer = &tokenizer;
   if (request.endpoint == Endpoint::Chat) {
+    if (request.tool_choice == ToolChoiceMode::Required || request.tool_choice == ToolChoiceMode::Named) {
+      o.forced = request.tool_choice;
+      o.forced_name = request.tool_choice_name;
+      return o;  // the grammar decodes the call from the first token: no markup, no think block
+    }
     if (!request.tools.is_null() && request.tool_choice != ToolChoiceMode::None) {
       o.tool_format = tool_call_format_of(chat_template_source);
       o.tools = request.tools;
     }
-    o.reasoning = template_has_reasoning(chat_template_source);
+    // Under a grammar (response_format) the reply is the constrained text from its first token.
+    o.reasoning = !request.grammar && template_has_reasoning(chat_template_source);
     o.think_opened_by_prompt = o.reasoning && prompt_opens_think(rendered_prompt);
   } else if (request.echo) {
     o.echo = rendered_prompt;
@@ -61,8 +67,38 @@ nlohmann::json ChoiceAssembler::logprobs_json(std::span<const StepLogprobs> step
   return j;
 }
 
+// A forced call's JSON as calls: Named, the arguments object of that function; Required, a list of
+// {"name", "parameters"}. False when the text is not that (a reply cut short by max_tokens).
+static bool forced_calls(const ChoiceOptions& opt, const std::string& text, std::vector<ToolCall>& calls) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return false;
+  if (opt.forced == ToolChoiceMode::Named) {
+    if (!j.is_object()) return false;
+    calls.push_back({new_tool_call_id(), opt.forced_name, j.dump()});
+    return true;
+  }
+  if (!j.is_array() || j.empty()) return false;
+  for (const auto& c : j) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string() || !c.contains("parameters")) return false;
+    calls.push_back({new_tool_call_id(), c["name"].get<std::string>(), c["parameters"].dump()});
+  }
+  return true;
+}
+
 ChunkDelta ChoiceAssembler::split(std::string_view text, bool final) {
   ChunkDelta d;
+  if (opt_.forced != ToolChoiceMode::Auto) {
+    forced_text_.append(text);
+    if (!final) return d;
+    if (forced_calls(opt_, forced_text_, d.tool_calls)) {
+      d.first_tool_index = tool_calls_;
+      tool_calls_ += static_cast<int>(d.tool_calls.size());
+    } else {
+      d.content = std::move(forced_text_);  // not a whole call: the text as it is
+    }
+    forced_text_.clear();
+    return d;
+  }
   std::string content(text);
   if (reasoning_) {
     ReasoningStream::Delta r = reasoning_->feed(text);

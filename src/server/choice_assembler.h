@@ -26,6 +26,10 @@ struct ChoiceOptions {
   nlohmann::ordered_json tools;                        // the request's tools (types for QwenXml parameters)
   bool reasoning = false;                              // the chat template thinks (template_has_reasoning)
   bool think_opened_by_prompt = false;                 // prompt_opens_think of the rendered prompt
+  // A tool_choice that forces a call: the reply is the call itself, decoded under a grammar (Named:
+  // the function's arguments object; Required: a list of {"name", "parameters"}), read back whole.
+  ToolChoiceMode forced = ToolChoiceMode::Auto;
+  std::string forced_name;
   bool logprobs = false;
   const Tokenizer* tokenizer = nullptr;  // needed with logprobs
   std::string echo;                      // completions with echo: the prompt's text, sent first
@@ -60,6 +64,7 @@ class ChoiceAssembler {
   bool echo_sent_ = false;
   size_t text_bytes_ = 0;  // completions: text before the next tokens (logprobs text_offset)
   int tool_calls_ = 0;
+  std::string forced_text_;  // a forced call's JSON, held until the reply ends
   ChoiceResult whole_;  // everything sent so far
 };
 

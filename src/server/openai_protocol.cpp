@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/json_schema_grammar.h"
 #include "engine/logprobs.h"
+#include "engine/response_format.h"
 
 namespace opchain::server {
 
@@ -225,11 +227,6 @@ void refuse_unsupported(const ojson& j, Endpoint ep) {
   if (const ojson* v = field(j, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
     unsupported("suffix", "'suffix'");
   if (const ojson* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty())) unsupported("logit_bias", "'logit_bias'");
-  if (const ojson* v = field(j, "response_format")) {
-    const ojson* t = v->is_object() ? field(*v, "type") : nullptr;
-    if (!t || !t->is_string()) bad("response_format", "'response_format' must be an object with a string 'type'");
-    if (*t != "text") unsupported("response_format", "response_format type '" + t->get<std::string>() + "'");
-  }
   if (auto min_tokens = integer(j, "min_tokens"); min_tokens && *min_tokens > 0) unsupported("min_tokens", "'min_tokens'");
 }
 
@@ -296,9 +293,62 @@ void parse_tool_choice(const ojson& j, ParsedRequest& r) {
     }
     if (!found) bad("tool_choice", "'tool_choice' names function '" + r.tool_choice_name + "', which is not in 'tools'");
   }
-  // Forcing a call needs decoding constrained to the call's form; until the server has it, refused.
-  if (r.tool_choice == ToolChoiceMode::Required || r.tool_choice == ToolChoiceMode::Named)
-    unsupported("tool_choice", "a tool_choice that forces a call (\"required\" or a named function)");
+}
+
+// The parameters schema of one of the request's tools (an empty object schema when it has none).
+ojson tool_parameters(const ojson& tools, const std::string& name) {
+  for (const ojson& t : tools) {
+    const ojson* f = t.is_object() ? field(t, "function") : nullptr;
+    const ojson* n = f && f->is_object() ? field(*f, "name") : nullptr;
+    if (n && *n == name) {
+      const ojson* params = field(*f, "parameters");
+      return params ? *params : ojson{{"type", "object"}};
+    }
+  }
+  return ojson{{"type", "object"}};
+}
+
+// Structured output: response_format, or a tool_choice that forces a call, becomes the grammar the
+// reply is decoded under (as vLLM does): a named function's arguments object, or for "required" a
+// list of {"name", "parameters"} objects, one of the tools each.
+void parse_constraints(const ojson& j, ParsedRequest& r) {
+  const bool forced = r.tool_choice == ToolChoiceMode::Required || r.tool_choice == ToolChoiceMode::Named;
+  if (const ojson* v = field(j, "response_format")) {
+    const ojson* t = v->is_object() ? field(*v, "type") : nullptr;
+    if (!t || !t->is_string()) bad("response_format", "'response_format' must be an object with a string 'type'");
+    if (*t != "text" && forced)
+      bad("response_format", "'response_format' cannot be combined with a tool_choice that forces a call");
+    try {
+      r.grammar = grammar_for_response_format(*v);
+    } catch (const InvalidArgumentError& e) {
+      bad("response_format", e.what());
+    }
+  }
+  if (!forced) return;
+  ojson schema;
+  if (r.tool_choice == ToolChoiceMode::Named) {
+    schema = tool_parameters(r.tools, r.tool_choice_name);
+  } else {
+    ojson any = ojson::array();
+    for (const ojson& t : r.tools) {
+      const ojson* f = t.is_object() ? field(t, "function") : nullptr;
+      const ojson* n = f && f->is_object() ? field(*f, "name") : nullptr;
+      if (!n || !n->is_string()) bad("tools", "every tool needs a 'function' with a string 'name'");
+      any.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", *n}}}, {"parameters", tool_parameters(r.tools, n->get<std::string>())}}},
+                     {"required", {"name", "parameters"}}});
+    }
+    schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", any}}}};
+  }
+  // Compact JSON: the call is read by a program, not a person, and a model given room for layout
+  // can spend its whole budget on it.
+  JsonGrammarOptions compact;
+  compact.max_whitespace = 1;
+  try {
+    r.grammar = compile_json_schema(schema, compact);
+  } catch (const InvalidArgumentError& e) {
+    bad("tools", std::string("the forced tool's parameters schema cannot be enforced: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -343,6 +393,7 @@ ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingPa
   refuse_unsupported(j, ep);
   parse_logprobs(j, ep, lim, r);
   if (ep == Endpoint::Chat) parse_tool_choice(j, r);
+  parse_constraints(j, r);
 
   // max_completion_tokens is OpenAI's newer name; when both are sent it is the one that counts.
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {

@@ -3,6 +3,7 @@
 // and the response, stream-chunk and error objects built from what it produced. Nothing here
 // touches a socket, so every rule a client can trip over is unit-testable.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "engine/compiled_grammar.h"
 #include "engine/llm_engine.h"
 #include "engine/sampler.h"
 #include "server/tool_calls.h"
@@ -80,6 +82,8 @@ struct ParsedRequest {
   std::string tool_choice_name;                // ToolChoiceMode::Named: one of `tools`
   int logprobs = -1;                           // GenerationRequest::logprobs (chat: top_logprobs when logprobs)
   bool echo = false;                           // completions: the prompt's text before the completion
+  // The grammar the reply is decoded under (response_format, or a tool_choice that forces a call), or null.
+  std::shared_ptr<const CompiledGrammar> grammar;
 };
 
 // Parses and validates a request body. Throws ApiError (400 for malformed JSON, wrong types and

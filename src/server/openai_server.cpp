@@ -333,6 +333,7 @@ struct OpenAIServer::Impl {
         r.ignore_eos = pr.ignore_eos;
         r.skip_special_tokens = pr.skip_special_tokens;
         r.logprobs = pr.logprobs;
+        r.grammar = pr.grammar;
         try {
           const uint64_t id = model.engine->add_request(
               std::move(r), [gen, choice](const StreamEvent& ev) { gen->push(choice, ev); });

@@ -167,8 +167,7 @@ TEST(OpenAIProtocol, UnknownModelIs404) {
 const std::string kTools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
 
 TEST(OpenAIProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
-  for (const std::string& field : {std::string(R"("logit_bias": {"1": 5})"), std::string(R"("response_format": {"type": "json_object"})"),
-                                   R"("tool_choice": "required", )" + kTools, std::string(R"("min_tokens": 3)"), std::string(R"("best_of": 3)")}) {
+  for (const std::string& field : {std::string(R"("logit_bias": {"1": 5})"), std::string(R"("min_tokens": 3)"), std::string(R"("best_of": 3)")}) {
     const auto e = error_of("{" + kMsgs + ", " + field + "}");
     EXPECT_EQ(e.status(), 400) << field;
     EXPECT_EQ(e.code(), "unsupported_parameter") << field;
@@ -324,6 +323,24 @@ TEST(OpenAIProtocol, ToolChoice) {
   EXPECT_EQ(e.param(), "tool_choice");
   EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function"}, )" + kTools + "}").param(), "tool_choice");
+}
+
+TEST(OpenAIProtocol, ResponseFormatAndForcedToolsBecomeGrammars) {
+  EXPECT_EQ(chat("{" + kMsgs + R"(, "response_format": {"type": "text"}})").grammar, nullptr);
+  EXPECT_NE(chat("{" + kMsgs + R"(, "response_format": {"type": "json_object"}})").grammar, nullptr);
+  EXPECT_NE(chat("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "schema": {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}}}})").grammar, nullptr);
+  const auto bad_schema = error_of("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "schema": {"type": "integer", "multipleOf": 3}}}})");
+  EXPECT_EQ(bad_schema.param(), "response_format");
+  EXPECT_NE(std::string(bad_schema.what()).find("multipleOf"), std::string::npos);
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "response_format": {"type": "yaml"}})").param(), "response_format");
+  const auto named = chat("{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, )" + kTools + "}");
+  EXPECT_EQ(named.tool_choice, ToolChoiceMode::Named);
+  EXPECT_NE(named.grammar, nullptr);
+  EXPECT_NE(chat("{" + kMsgs + R"(, "tool_choice": "required", )" + kTools + "}").grammar, nullptr);
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "required", "response_format": {"type": "json_object"}, )" + kTools + "}").param(),
+            "response_format");
 }
 
 TEST(OpenAIProtocol, AssistantToolCallTurnWithNullContent) {

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 import requests
@@ -188,3 +189,103 @@ def test_non_streaming_request_is_cancelled_when_its_client_hangs_up():
         assert s.metrics()["opchain_generation_tokens_total"] < 500
     finally:
         s.close()
+
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                                            "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
+          "required": ["name", "age"], "additionalProperties": False}
+
+
+def test_response_format_json_schema(server):
+    """Sampled (temperature 1) replies of a random-ish model: every one that finishes validates, and
+    whitespace is bounded, so most finish well inside the budget."""
+    c = server.client()
+    finished = 0
+    for seed in range(1, 7):
+        kw = dict(model=NAME, messages=chat_messages("Tell me about a person."), max_tokens=300, temperature=1.0, seed=seed,
+                  response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}})
+        r = c.chat.completions.create(**kw)
+        if r.choices[0].finish_reason != "stop":
+            continue
+        finished += 1
+        jsonschema.validate(json.loads(r.choices[0].message.content), PERSON)
+        if seed == 1:
+            streamed = "".join(ch.choices[0].delta.content or "" for ch in c.chat.completions.create(stream=True, **kw) if ch.choices)
+            assert streamed == r.choices[0].message.content  # same seed, same constrained draw
+    assert finished >= 4
+
+
+def test_response_format_json_object(server):
+    r = server.client().chat.completions.create(model=NAME, messages=chat_messages("Reply in JSON."), max_tokens=300, temperature=1.0,
+                                                seed=5, response_format={"type": "json_object"})
+    if r.choices[0].finish_reason == "stop":
+        assert isinstance(json.loads(r.choices[0].message.content), dict)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"],
+            "additionalProperties": False}}},
+         {"type": "function", "function": {"name": "get_time", "parameters": {
+            "type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"], "additionalProperties": False}}}]
+
+
+def test_named_tool_choice_forces_that_call_and_the_round_trip_completes(server):
+    c = server.client()
+    messages = chat_messages("Weather in Paris?")
+    r = c.chat.completions.create(model=NAME, messages=messages, tools=TOOLS, max_tokens=200, temperature=0,
+                                  tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content is None
+    (call,) = choice.message.tool_calls
+    assert call.type == "function" and call.function.name == "get_weather" and call.id.startswith("call_")
+    jsonschema.validate(json.loads(call.function.arguments), TOOLS[0]["function"]["parameters"])
+    # The client sends the call back with its result; the model answers.
+    messages += [choice.message.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
+    assert messages[1]["role"] == "assistant" and "content" not in messages[1]
+    answer = c.chat.completions.create(model=NAME, messages=messages, tools=TOOLS, max_tokens=10, temperature=0)
+    assert answer.choices[0].message.content is not None
+
+    chunks = list(c.chat.completions.create(model=NAME, messages=chat_messages("Weather in Paris?"), tools=TOOLS, max_tokens=200,
+                                            temperature=0, stream=True,
+                                            tool_choice={"type": "function", "function": {"name": "get_weather"}}))
+    deltas = [d for ch in chunks if ch.choices for d in (ch.choices[0].delta.tool_calls or [])]
+    assert [d.function.name for d in deltas] == ["get_weather"] and deltas[0].index == 0
+    assert deltas[0].function.arguments == call.function.arguments
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def complete_items(text: str) -> list:
+    """The whole elements of a JSON list that may be cut short: '[a, b, <cut>' -> [a, b]."""
+    assert text.startswith("[")
+    dec, items, i = json.JSONDecoder(), [], 1
+    while True:
+        while i < len(text) and text[i] in " \t\n\r,":
+            i += 1
+        try:
+            item, i = dec.raw_decode(text, i)
+        except json.JSONDecodeError:
+            return items
+        items.append(item)
+
+
+def test_required_tool_choice_makes_calls(server):
+    """A list of calls, each one of the tools with valid parameters. The demo model rarely closes the
+    list (it writes one call after another until max_tokens), so a reply cut short is checked call by
+    call; one that finishes must be parsed into tool_calls."""
+    by_name = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for seed in range(1, 4):
+        r = server.client().chat.completions.create(model=NAME, messages=chat_messages("What now?"), tools=TOOLS, max_tokens=120,
+                                                    temperature=1.0, seed=seed, tool_choice="required")
+        choice = r.choices[0]
+        if choice.finish_reason == "length":
+            items = complete_items(choice.message.content)
+            calls = [(it["name"], it["parameters"]) for it in items]
+        else:
+            assert choice.finish_reason == "tool_calls", choice.message.content
+            calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls]
+        assert calls
+        for name, params in calls:
+            jsonschema.validate(params, by_name[name])

@@ -437,7 +437,9 @@ CHAT = "/v1/chat/completions"
     ({"messages": [{"role": "user", "content": "x"}], "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
     ({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2}, "top_logprobs"),
     ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}, "tool_choice"),
-    ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}}, "response_format"),
+    ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema", "json_schema": {
+        "name": "n", "schema": {"type": "integer", "multipleOf": 3}}}}, "response_format"),
+    ({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}}, "response_format"),
 ])
 def test_bad_chat_requests_are_400(server, body, param):
     status, _, data = raw(server.port, "POST", CHAT, body)
