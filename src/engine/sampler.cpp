@@ -264,11 +264,20 @@ void Sampler::apply_min_p() {
   cands_.erase(end, cands_.end());
 }
 
-void Sampler::apply_allowed(std::span<const uint64_t> allowed) {
-  const size_t n = scratch_.size();
-  for (size_t i = 0; i < n; ++i) {
-    const size_t w = i >> 6;
-    if (w >= allowed.size() || !((allowed[w] >> (i & 63)) & 1u)) scratch_[i] = -std::numeric_limits<float>::infinity();
+void apply_token_mask(std::span<float> logits, std::span<const uint64_t> allowed) {
+  // Word by word: a grammar's mask is mostly all-clear or all-set words, which need no per-bit test.
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t n = logits.size();
+  for (size_t base = 0; base < n; base += 64) {
+    const size_t end = std::min(n, base + 64);
+    const uint64_t bits = base / 64 < allowed.size() ? allowed[base / 64] : 0;
+    if (bits == ~uint64_t{0}) continue;
+    if (bits == 0) {
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(base), logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
+      continue;
+    }
+    for (size_t i = base; i < end; ++i)
+      if (!((bits >> (i - base)) & 1u)) logits[i] = kNegInf;
   }
 }
 
@@ -280,7 +289,7 @@ int32_t Sampler::prepare(std::span<const float> logits, std::span<const int32_t>
     throw InvalidArgumentError("Sampler: logits row of " + std::to_string(n) + " entries exceeds int32 ids");
   scratch_.assign(logits.begin(), logits.end());  // reuses capacity
   apply_penalties(prompt_ids, output_ids);
-  if (!allowed.empty()) apply_allowed(allowed);
+  if (!allowed.empty()) apply_token_mask(scratch_, allowed);
 
   // One pass for the argmax (strict > keeps the lowest id on ties) and the sanity checks.
   float max_logit = -std::numeric_limits<float>::infinity();

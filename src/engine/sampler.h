@@ -35,6 +35,10 @@ struct SamplingParams {
   static SamplingParams from_generation_config(const nlohmann::json& gen_cfg);
 };
 
+// Sets the logit of every id whose bit (id % 64 of word id / 64) is clear in `allowed` to -inf; ids
+// past the mask count as clear. What Sampler::sample does with its `allowed` argument.
+void apply_token_mask(std::span<float> logits, std::span<const uint64_t> allowed);
+
 class Sampler {
  public:
   // Validates p (InvalidArgumentError). The RNG is std::mt19937_64 seeded from p.seed, or from
@@ -70,7 +74,6 @@ class Sampler {
   // dense (weights in scratch_, for every id) or sparse (cands_).
   int32_t prepare(std::span<const float> logits, std::span<const int32_t> prompt_ids,
                   std::span<const int32_t> output_ids, std::span<const uint64_t> allowed);
-  void apply_allowed(std::span<const uint64_t> allowed);
   void apply_penalties(std::span<const int32_t> prompt_ids, std::span<const int32_t> output_ids);
   void select_top_k();
   void dense_weights(float max_logit, float inv_t);

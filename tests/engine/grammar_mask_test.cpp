@@ -3,11 +3,13 @@
 // mask excludes; left recursion is reported.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "core/error.h"
 #include "engine/grammar_matcher.h"
 #include "engine/json_schema_grammar.h"
+#include "engine/sampler.h"
 #include "engine/token_vocabulary.h"
 
 namespace opchain {
@@ -77,6 +79,20 @@ TEST(GrammarMask, StopTokensOnlyWhenComplete) {
   GrammarMatcher no_stop(g, vocab, {});
   ASSERT_TRUE(no_stop.accept_token(5));
   EXPECT_FALSE(no_stop.fill_next_token_mask(mask));  // complete and no way to say so: caller finishes
+}
+
+TEST(GrammarMask, SamplerMaskSetsExactlyTheClearIdsToMinusInfinity) {
+  std::mt19937_64 rng(5);
+  for (size_t n : {1u, 63u, 64u, 65u, 200u, 1000u}) {
+    std::vector<uint64_t> mask((n + 63) / 64 - (n > 64 ? 1 : 0));  // shorter than the row when n > 64
+    for (auto& w : mask) w = rng() % 3 == 0 ? 0 : rng() % 3 == 0 ? ~uint64_t{0} : rng();
+    std::vector<float> row(n, 1.0f);
+    apply_token_mask(row, mask);
+    for (size_t i = 0; i < n; ++i) {
+      const bool allowed = i / 64 < mask.size() && ((mask[i / 64] >> (i % 64)) & 1u);
+      ASSERT_EQ(row[i], allowed ? 1.0f : -std::numeric_limits<float>::infinity()) << "n " << n << " id " << i;
+    }
+  }
 }
 
 TEST(GrammarMask, LeftRecursionIsReported) {
