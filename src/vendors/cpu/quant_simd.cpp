@@ -182,9 +182,21 @@ inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) 
 void zero_terms(const Int4Tile& t) {
   thread_local std::vector<float> sz_buf;
   float* sz = scratch(sz_buf, static_cast<size_t>(t.groups * t.cols));  // [groups, cols]
-  for (int64_t c = 0; c < t.cols; ++c)
-    for (int64_t g = 0; g < t.groups; ++g)
-      sz[g * t.cols + c] = t.scales[c * t.groups + g] * (16.0f + (t.zeros ? t.zeros[c * t.groups + g] : 8.0f));
+  // scale * (16 + zero), transposed from the [cols, groups] parameters 16 columns at a time by gathers
+  // (a scalar transpose wrote a cache line per element: a third of a decode tile's time).
+  const __m512i lane = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(static_cast<int>(t.groups)));
+  for (int64_t c = 0; c < t.cols; c += 16) {
+    const __mmask16 m = t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
+    const float* sc = t.scales + c * t.groups;
+    const float* zc = t.zeros ? t.zeros + c * t.groups : nullptr;
+    for (int64_t g = 0; g < t.groups; ++g) {
+      const __m512i idx = _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(g)));
+      const __m512 s = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, sc, 4);
+      const __m512 z = zc ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, zc, 4) : _mm512_set1_ps(8.0f);
+      _mm512_mask_storeu_ps(sz + g * t.cols + c, m, _mm512_mul_ps(s, _mm512_add_ps(_mm512_set1_ps(16.0f), z)));
+    }
+  }
   for (int64_t r = 0; r < t.rows; ++r) {
     const float* xs = t.x_sums + r * t.groups;
     for (int64_t c = 0; c < t.cols; c += 16) {
