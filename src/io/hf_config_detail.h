@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/hf_config.h"
+#include "io/json_input.h"
 
 namespace opchain::hf_detail {
 
@@ -20,19 +21,19 @@ struct Reader {
   }
   int64_t req_int(const std::string& key) const {
     if (!j.contains(key)) fail(key, "is missing");
-    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + j[key].dump());
+    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + json_excerpt(j[key]));
     const int64_t v = j[key].get<int64_t>();
     if (v <= 0) fail(key, "must be positive, got " + std::to_string(v));
     return v;
   }
   int64_t opt_int(const std::string& key, int64_t def) const {
     if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + j[key].dump());
+    if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + json_excerpt(j[key]));
     return j[key].get<int64_t>();
   }
   double opt_num(const std::string& key, double def) const {
     if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_number()) fail(key, "must be a number, got " + j[key].dump());
+    if (!j[key].is_number()) fail(key, "must be a number, got " + json_excerpt(j[key]));
     return j[key].get<double>();
   }
   // Absent or null: def; otherwise a positive integer.
@@ -43,7 +44,7 @@ struct Reader {
   }
   bool opt_bool(const std::string& key, bool def) const {
     if (!j.contains(key) || j[key].is_null()) return def;
-    if (!j[key].is_boolean()) fail(key, "must be true or false, got " + j[key].dump());
+    if (!j[key].is_boolean()) fail(key, "must be true or false, got " + json_excerpt(j[key]));
     return j[key].get<bool>();
   }
 };

@@ -4089,10 +4089,25 @@ Template Template::parse(std::string source, Options options) {
   return Template(std::move(program));
 }
 
-std::string Template::render(const nlohmann::json& context) const { return render_program(*program_, context); }
+// Rendering fails with InvalidArgumentError or FormatError only (see jinja.h): anything else that
+// escaped would reach the CLI as "internal error" and the server as a 500.
+template <class Json>
+std::string render_guarded(const Template::Program& program, const Json& context) {
+  try {
+    return render_program(program, context);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgumentError("rendering the template needs more memory than is available");
+  } catch (const std::exception& e) {
+    throw InvalidArgumentError(std::string("rendering the template failed: ") + e.what());
+  }
+}
+
+std::string Template::render(const nlohmann::json& context) const { return render_guarded(*program_, context); }
 
 std::string Template::render(const nlohmann::ordered_json& context) const {
-  return render_program(*program_, context);
+  return render_guarded(*program_, context);
 }
 
 }  // namespace opchain::jinja

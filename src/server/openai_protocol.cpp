@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 
 namespace opchain::server {
 
@@ -244,8 +245,10 @@ void refuse_unsupported(const ojson& j, Endpoint ep) {
 
 }  // namespace
 
-ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
-                            const ProtocolLimits& lim) {
+namespace {
+
+ParsedRequest parse_checked_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
+                                    const ProtocolLimits& lim) {
   check_nesting(body);
   ojson j;
   try {
@@ -361,6 +364,23 @@ ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingPa
   r.ignore_eos = boolean(j, "ignore_eos").value_or(false);
   r.skip_special_tokens = boolean(j, "skip_special_tokens").value_or(true);
   return r;
+}
+
+}  // namespace
+
+ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
+                            const ProtocolLimits& lim) {
+  // Whatever a body does, the client gets a 4xx naming the request, never a 500 "internal error".
+  try {
+    return parse_checked_request(body, ep, defaults, lim);
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw ApiError(413, "the request needs more memory than this server gives one request", "invalid_request_error", "",
+                   "request_too_large");
+  } catch (const std::exception& e) {
+    bad("", std::string("the request body cannot be read: ") + e.what());
+  }
 }
 
 const char* openai_finish_reason(FinishReason r) {
