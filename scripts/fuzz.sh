@@ -3,6 +3,7 @@
 # and prints executions, coverage and findings per harness. Build first: scripts/build.sh fuzz.
 #   scripts/fuzz.sh [SECONDS]            all harnesses
 #   FUZZERS="jinja npy" scripts/fuzz.sh  a subset (names without _fuzzer)
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh 1800  stop each harness after that many executions (long runs)
 # Limits that make hangs and runaway memory count as findings: -timeout=10 (seconds per input) and
 # -rss_limit_mb=2048 (also caps a single allocation at 2048 MB). Inputs found go to
 # build-fuzz/corpus/<name> (seeded from fuzz/corpus/<name>), crashes to build-fuzz/artifacts/<name>/.
@@ -39,7 +40,7 @@ for name in $names; do
   mkdir -p "$corpus" "$artifacts"
   status=0
   "$bin/${name}_fuzzer" "$corpus" "fuzz/corpus/$name" -dict="fuzz/dict/${dict[$name]}.dict" \
-    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$artifacts" >"$log" 2>&1 || status=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || true)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
