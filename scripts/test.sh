@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs every test — the C++ suite in a
-# release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, then the Python
+# release build and again under AddressSanitizer + UndefinedBehaviorSanitizer, a short run of every
+# fuzz harness (scripts/fuzz.sh; the long runs are recorded in docs/reliability.md), then the Python
 # tests that drive the binaries from outside (the HTTP server with the official openai client, and
 # quantised checkpoints read back by an independent numpy reader, and structured outputs checked by jsonschema).
 set -euo pipefail
@@ -18,6 +19,10 @@ scripts/build.sh asan
 echo "== ASan + UBSan tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" --timeout 1800
+
+echo "== fuzz harnesses (clang-16, ASan + UBSan + libFuzzer): build, then a few seconds each"
+scripts/build.sh fuzz
+scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-3}"
 
 if [[ -d tests/server ]] && ls tests/server/*.py >/dev/null 2>&1; then
   echo "== Python tests (server, from outside)"

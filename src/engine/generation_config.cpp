@@ -5,21 +5,19 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/input_errors.h"
+#include "io/json_input.h"
 
 namespace opchain {
 
-GenerationDefaults load_generation_defaults(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids) {
+namespace {
+
+GenerationDefaults load_unguarded(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids) {
   GenerationDefaults d;
   for (int64_t e : config_eos_ids) d.eos_ids.push_back(static_cast<int32_t>(e));
   const auto path = std::filesystem::path(model_dir) / "generation_config.json";
   if (!std::filesystem::exists(path)) return d;
-  std::ifstream in(path);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(path.string() + " is not valid JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(path.string());
   try {
     d.sampling = SamplingParams::from_generation_config(j);
   } catch (const Error& e) {
@@ -27,15 +25,26 @@ GenerationDefaults load_generation_defaults(const std::string& model_dir, const 
   }
   if (j.contains("eos_token_id")) {
     std::vector<int32_t> ids;
+    auto add = [&](const nlohmann::json& v) {
+      if (!v.is_number_integer()) return;
+      if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX : (v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX))
+        throw FormatError(path.string() + ": eos_token_id " + v.dump() + " is not a token id");
+      ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    };
     const auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) ids.push_back(e.get<int32_t>());
+    if (e.is_number_integer()) add(e);
     else if (e.is_array())
-      for (const auto& v : e)
-        if (v.is_number_integer()) ids.push_back(v.get<int32_t>());
+      for (const auto& v : e) add(v);
     if (!ids.empty()) d.eos_ids = ids;
   }
   if (j.contains("max_new_tokens") && j["max_new_tokens"].is_number_integer()) d.max_new_tokens = j["max_new_tokens"];
   return d;
+}
+
+}  // namespace
+
+GenerationDefaults load_generation_defaults(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids) {
+  return guard_input(model_dir + "/generation_config.json", [&] { return load_unguarded(model_dir, config_eos_ids); });
 }
 
 }  // namespace opchain

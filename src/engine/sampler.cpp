@@ -73,6 +73,9 @@ SamplingParams SamplingParams::from_generation_config(const nlohmann::json& gen_
     if (!v) return std::nullopt;
     if (!v->is_number())
       throw FormatError(std::string("generation_config: \"") + key + "\" must be a number, got " + v->type_name());
+    // Sampling parameters are floats: a larger value has no float and converting it is undefined.
+    if (!(std::abs(v->get<double>()) <= std::numeric_limits<float>::max()))
+      throw FormatError(std::string("generation_config: \"") + key + "\" is out of range, got " + num(v->get<double>()));
     return v->get<double>();
   };
 

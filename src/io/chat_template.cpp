@@ -10,6 +10,8 @@
 
 #include "core/error.h"
 #include "io/jinja.h"
+#include "io/input_errors.h"
+#include "io/json_input.h"
 
 namespace opchain {
 namespace {
@@ -25,14 +27,7 @@ std::string read_file(const fs::path& path) {
   return ss.str();
 }
 
-nlohmann::json read_json(const fs::path& path) {
-  const std::string text = read_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(path.string() + ": invalid JSON: " + e.what());
-  }
-}
+nlohmann::json read_json(const fs::path& path) { return parse_json_input(read_file(path), path.string()); }
 
 // Special tokens are serialized either as plain strings or as AddedToken objects; unset -> "".
 std::string token_text(const nlohmann::json& config, const char* key) {
@@ -86,6 +81,10 @@ ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::strin
       template_(std::move(tmpl)) {}
 
 ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
+  return guard_input(dir, [&] { return load_from_model_dir(dir); });
+}
+
+ChatTemplate ChatTemplate::load_from_model_dir(const std::string& dir) {
   const fs::path root(dir);
   const fs::path jinja_path = root / "chat_template.jinja";
   const fs::path config_path = root / "tokenizer_config.json";
@@ -152,6 +151,14 @@ std::string ChatTemplate::render_impl(const Json& messages, const Json& tools, b
   if (!extra_kwargs.is_null() && !extra_kwargs.is_object()) {
     throw InvalidArgumentError("chat template: extra kwargs must be a JSON object, got " +
                                std::string(extra_kwargs.type_name()));
+  }
+  // The context below copies these values, and copying recurses once per level (Note [JSON nesting]).
+  for (const auto& [name, value] : {std::pair<const char*, const Json*>{"messages", &messages}, {"tools", &tools},
+                                    {"extra kwargs", &extra_kwargs}}) {
+    if (json_nests_deeper_than(*value, kMaxJsonNesting)) {
+      throw InvalidArgumentError(std::string("chat template: ") + name + " nest deeper than " +
+                                 std::to_string(kMaxJsonNesting) + " levels (the JSON nesting limit)");
+    }
   }
   // Same variables, in the same order, as transformers' render call:
   // render(messages=..., tools=..., documents=None, add_generation_prompt=...,

@@ -56,6 +56,7 @@ class ChatTemplate {
   const std::string& eos_token() const noexcept { return eos_token_; }
 
  private:
+  static ChatTemplate load_from_model_dir(const std::string& dir);  // from_model_dir without guard_input
   ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
                std::shared_ptr<const jinja::Template> tmpl);
 

@@ -1,6 +1,8 @@
 #include "io/hf_config.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -8,6 +10,8 @@
 
 #include "core/error.h"
 #include "io/hf_config_detail.h"
+#include "io/input_errors.h"
+#include "io/json_input.h"
 
 namespace opchain {
 
@@ -78,17 +82,66 @@ void parse_special_token_ids(const json& j, ModelConfig& c) {
 using hf_detail::Reader;
 using hf_detail::parse_rope_scaling;
 
+namespace {
+
+// Sizes a config may declare. Buffers are sized from these before any weight is read (the rotary
+// table from head_dim, the KV cache from layers x heads x head_dim), so a tiny config.json with a
+// huge value must fail here rather than as an allocation of terabytes. Each bound is far above any
+// released model (docs/reliability.md lists them).
+struct ConfigLimit {
+  const char* field;
+  int64_t value;
+  int64_t max;
+};
+
+void check_config_limits(const ModelConfig& c, const std::string& source) {
+  const ConfigLimit limits[] = {
+      {"vocab_size", c.vocab_size, int64_t{1} << 21},
+      {"hidden_size", c.hidden_size, int64_t{1} << 17},
+      {"intermediate_size", c.intermediate_size, int64_t{1} << 20},
+      {"moe_intermediate_size", c.moe_intermediate_size, int64_t{1} << 20},
+      {"shared_expert_intermediate_size", c.shared_expert_intermediate_size, int64_t{1} << 20},
+      {"num_hidden_layers", c.num_hidden_layers, 4096},
+      {"num_attention_heads", c.num_attention_heads, 4096},
+      {"num_key_value_heads", c.num_key_value_heads, 4096},
+      {"head_dim", c.head_dim, 4096},
+      {"max_position_embeddings", c.max_position_embeddings, int64_t{1} << 24},
+      {"num_experts", c.num_experts, 4096},
+      {"linear_num_key_heads", c.linear.num_key_heads, 4096},
+      {"linear_num_value_heads", c.linear.num_value_heads, 4096},
+      {"linear_key_head_dim", c.linear.key_head_dim, 4096},
+      {"linear_value_head_dim", c.linear.value_head_dim, 4096},
+      {"linear_conv_kernel_dim", c.linear.conv_kernel, 64},
+  };
+  for (const auto& l : limits) {
+    if (l.value < 0)
+      throw FormatError(source + ": field '" + l.field + "' must not be negative, got " + std::to_string(l.value));
+    if (l.value > l.max)
+      throw FormatError(source + ": field '" + l.field + "' is " + std::to_string(l.value) + ", over opchain's limit of " +
+                        std::to_string(l.max));
+  }
+  // The kernels take these as floats: a value with no float is refused rather than converted (UB).
+  const std::pair<const char*, double> reals[] = {
+      {"rope_theta", c.rope_theta},          {"rms_norm_eps", c.rms_norm_eps},
+      {"rope_scaling.factor", c.rope_scaling.factor}, {"rope_scaling.low_freq_factor", c.rope_scaling.low_freq_factor},
+      {"rope_scaling.high_freq_factor", c.rope_scaling.high_freq_factor},
+      {"rope_scaling.beta_fast", c.rope_scaling.beta_fast}, {"rope_scaling.beta_slow", c.rope_scaling.beta_slow}};
+  for (const auto& [field, v] : reals) {
+    if (!(std::abs(v) <= std::numeric_limits<float>::max()))
+      throw FormatError(source + ": field '" + field + "' is " + std::to_string(v) + ", outside the range of a float");
+  }
+}
+
+}  // namespace
+
 int64_t ModelConfig::num_linear_attention_layers() const {
   return std::count(layer_types.begin(), layer_types.end(), LayerKind::LinearAttention);
 }
 
-ModelConfig parse_model_config(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError(source + " is not valid JSON: " + e.what());
-  }
+namespace {
+
+ModelConfig parse_model_config_unguarded(const std::string& text, const std::string& source) {
+  const json j = parse_json_input(text, source);
   if (!j.is_object()) throw FormatError(source + " is not a JSON object");
   ModelConfig c;
   c.source = source;
@@ -105,6 +158,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   if (j.contains("model_type") && j["model_type"].is_string()) c.model_type = j["model_type"];
   if (hf_detail::is_hybrid_architecture(c.architecture)) {
     hf_detail::parse_hybrid_config(j, c);
+    check_config_limits(c, source);
     return c;
   }
   Reader rd{j, source};
@@ -165,7 +219,14 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
 
   c.rotary_dim = c.head_dim;
   hf_detail::parse_special_token_ids(j, c);
+  check_config_limits(c, source);
   return c;
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const std::string& text, const std::string& source) {
+  return guard_input(source, [&] { return parse_model_config_unguarded(text, source); });
 }
 
 ModelConfig load_model_config(const std::string& model_dir) {

@@ -65,7 +65,7 @@ void parse_layer_types(const json& t, const Reader& rd, ModelConfig& c) {
       rd.fail("layer_types", "lists " + std::to_string(lt.size()) + " layers but num_hidden_layers is " +
                                  std::to_string(c.num_hidden_layers));
     for (size_t i = 0; i < lt.size(); ++i) {
-      const std::string kind = lt[i].is_string() ? lt[i].get<std::string>() : lt[i].dump();
+      const std::string kind = lt[i].is_string() ? lt[i].get<std::string>() : json_excerpt(lt[i]);
       if (kind == "linear_attention" || kind == "mamba") c.layer_types.push_back(LayerKind::LinearAttention);  // legacy names
       else if (kind == "full_attention" || kind == "attention") c.layer_types.push_back(LayerKind::FullAttention);
       else rd.fail("layer_types", "entry " + std::to_string(i) + " is '" + kind + "' (linear_attention or full_attention)");

@@ -51,9 +51,31 @@ std::string at_line(int line) { return "template line " + std::to_string(line) +
   throw InvalidArgumentError(at_line(line) + message);
 }
 
-// Guards against stack exhaustion from hostile input (deep JSON, runaway macro recursion).
+// Note [Template limits]: a template and its data come from outside (a model's tokenizer_config.json,
+// a request's messages), so parsing and rendering are bounded, each limit failing with an error that
+// names it (docs/reliability.md lists them):
+//   * kMaxNesting bounds every recursion: nested values, the parser's recursion, the height of an
+//     expression tree (operator, filter and attribute chains are left-deep trees built by loops, so
+//     they count), block nesting, and the render's eval/exec depth including macro calls. Each level
+//     is a few native frames; 512 of them fit the 8 MiB stacks of the CLI and the server's threads.
+//   * kMaxTextBytes bounds the output and every string a template builds (+, ~, *, join, replace).
+//   * kMaxSequenceItems bounds lists built by + and *, kMaxFormatWidth printf-style widths.
+//   * kMaxRenderSteps bounds the work of one render: one step per expression evaluated, statement
+//     run and loop iteration, and one per item (or 64 bytes) a filter or method walks over.
 constexpr int kMaxNesting = 512;
 constexpr int kMaxMacroDepth = 100;
+constexpr std::size_t kMaxTextBytes = std::size_t{64} << 20;
+constexpr std::size_t kMaxSequenceItems = std::size_t{1} << 20;
+constexpr int kMaxFormatWidth = 4096;
+constexpr std::int64_t kMaxRenderSteps = 5'000'000;
+
+// Fails when a string being built would pass kMaxTextBytes (see Note [Template limits]).
+void check_text_size(std::size_t bytes, int line, const char* what) {
+  if (bytes > kMaxTextBytes) {
+    throw InvalidArgumentError(at_line(line) + what + " would be " + std::to_string(bytes) +
+                               " bytes, over the template limit of " + std::to_string(kMaxTextBytes));
+  }
+}
 
 // ============================================================================================
 // Values: Python objects as Jinja2 sees them.
@@ -426,7 +448,7 @@ std::vector<std::string> py_split(const std::string& s, const std::optional<std:
 
 // Python str.replace(old, new, count).
 std::string py_replace(const std::string& s, const std::string& old, const std::string& repl,
-                       std::int64_t count) {
+                       std::int64_t count, int line) {
   std::string out;
   std::int64_t done = 0;
   if (old.empty()) {
@@ -434,6 +456,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
     const auto chars = utf8_chars(s);
     for (const auto& ch : chars) {
       if (count < 0 || done < count) {
+        check_text_size(out.size() + repl.size(), line, "replace()");
         out += repl;
         ++done;
       }
@@ -447,6 +470,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
     const std::size_t hit = s.find(old, start);
     if (hit == std::string::npos) break;
     out.append(s, start, hit - start);
+    check_text_size(out.size() + repl.size(), line, "replace()");
     out += repl;
     start = hit + old.size();
     ++done;
@@ -1249,72 +1273,102 @@ struct Expr {
   virtual ~Expr() = default;
   Expr(const Expr&) = delete;
   Expr& operator=(const Expr&) = delete;
-  virtual Value eval(Interpreter& in) const = 0;
+  // Counts the render's depth and work (Note [Template limits]), then runs eval_node.
+  Value eval(Interpreter& in) const;
+  virtual Value eval_node(Interpreter& in) const = 0;
+  // The tallest operand's height (0 for a leaf); the parser sets `height` from it.
+  virtual int tallest_child() const { return 0; }
   int line;
+  int height = 1;
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
+int height_of(const ExprPtr& e) { return e ? e->height : 0; }
+int height_of(const std::vector<ExprPtr>& es) {
+  int h = 0;
+  for (const auto& e : es) h = std::max(h, height_of(e));
+  return h;
+}
+
 struct Literal : Expr {
   Literal(int l, Value v) : Expr(l), value(std::move(v)) {}
-  Value eval(Interpreter&) const override { return value; }
+  Value eval_node(Interpreter&) const override { return value; }
   Value value;
 };
 
 struct NameRef : Expr {
   NameRef(int l, std::string n) : Expr(l), name(std::move(n)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
   std::string name;
 };
 
 // List literals and tuples alike.
 struct ListLit : Expr {
   ListLit(int l, bool tuple) : Expr(l), is_tuple(tuple) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return height_of(items); }
   std::vector<ExprPtr> items;
   bool is_tuple;
 };
 
 struct DictLit : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override {
+    int h = 0;
+    for (const auto& [k, v] : pairs) h = std::max({h, height_of(k), height_of(v)});
+    return h;
+  }
   std::vector<std::pair<ExprPtr, ExprPtr>> pairs;
 };
 
 struct GetAttr : Expr {
   GetAttr(int l, ExprPtr o, std::string n) : Expr(l), object(std::move(o)), name(std::move(n)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return height_of(object); }
   ExprPtr object;
   std::string name;
 };
 
 struct GetItem : Expr {
   GetItem(int l, ExprPtr o, ExprPtr i) : Expr(l), object(std::move(o)), index(std::move(i)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(object), height_of(index)); }
   ExprPtr object;
   ExprPtr index;
 };
 
 struct SliceExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override {
+    return std::max({height_of(object), height_of(start), height_of(stop), height_of(step)});
+  }
   ExprPtr object, start, stop, step;  // start/stop/step may be null
 };
 
 struct ArgExprs {
   std::vector<ExprPtr> positional;
   std::vector<std::pair<std::string, ExprPtr>> keyword;
+  int height() const {
+    int h = height_of(positional);
+    for (const auto& [k, v] : keyword) h = std::max(h, height_of(v));
+    return h;
+  }
 };
 
 struct CallExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(callee), args.height()); }
   ExprPtr callee;
   ArgExprs args;
 };
 
 struct FilterExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(operand), args.height()); }
   ExprPtr operand;
   std::string name;
   FilterFn fn = nullptr;
@@ -1323,7 +1377,8 @@ struct FilterExpr : Expr {
 
 struct TestExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(operand), args.height()); }
   ExprPtr operand;
   std::string name;
   TestFn fn = nullptr;
@@ -1334,12 +1389,13 @@ struct TestExpr : Expr {
 // The captured body of {% filter %} / {% set x | f %} blocks, fed into their filter chain.
 struct BlockInput : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
 };
 
 struct UnaryExpr : Expr {
   UnaryExpr(int l, char o, ExprPtr e) : Expr(l), op(o), operand(std::move(e)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return height_of(operand); }
   char op;  // '-', '+', '!' (not)
   ExprPtr operand;
 };
@@ -1347,7 +1403,8 @@ struct UnaryExpr : Expr {
 struct BinaryExpr : Expr {
   BinaryExpr(int l, std::string o, ExprPtr a, ExprPtr b)
       : Expr(l), op(std::move(o)), left(std::move(a)), right(std::move(b)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(left), height_of(right)); }
   std::string op;
   ExprPtr left, right;
 };
@@ -1355,21 +1412,30 @@ struct BinaryExpr : Expr {
 struct LogicalExpr : Expr {
   LogicalExpr(int l, bool a, ExprPtr x, ExprPtr y)
       : Expr(l), is_and(a), left(std::move(x)), right(std::move(y)) {}
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override { return std::max(height_of(left), height_of(right)); }
   bool is_and;
   ExprPtr left, right;
 };
 
 struct CompareExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override {
+    int h = height_of(first);
+    for (const auto& [op, e] : rest) h = std::max(h, height_of(e));
+    return h;
+  }
   ExprPtr first;
   std::vector<std::pair<std::string, ExprPtr>> rest;  // op is ==, !=, <, <=, >, >=, in, notin
 };
 
 struct CondExpr : Expr {
   using Expr::Expr;
-  Value eval(Interpreter& in) const override;
+  Value eval_node(Interpreter& in) const override;
+  int tallest_child() const override {
+    return std::max({height_of(cond), height_of(then), height_of(otherwise)});
+  }
   ExprPtr cond, then, otherwise;  // otherwise may be null (-> Undefined)
 };
 
@@ -1581,6 +1647,7 @@ class Parser {
 
   StmtPtr parse_statement() {
     const int line = peek().line;
+    DepthGuard guard(depth_, line);  // nested blocks recurse here as expressions do
     const std::string tag = next().text;
     if (tag == "if") return parse_if(line);
     if (tag == "for") return parse_for(line);
@@ -1765,6 +1832,18 @@ class Parser {
     int& depth;
   };
 
+  // Sets a new node's height from its operands' and refuses a tree taller than kMaxNesting: evaluating
+  // and destroying an expression recurse once per level, and the chain loops below (a + b + c ...,
+  // x.a.b.c, x|f|g) build levels without the parser itself recursing. See Note [Template limits].
+  ExprPtr finish(ExprPtr node) {
+    node->height = node->tallest_child() + 1;
+    if (node->height > kMaxNesting) {
+      fail_syntax(node->line, "expression nested deeper than " + std::to_string(kMaxNesting) +
+                                  " levels (each link of an operator, filter or attribute chain is a level)");
+    }
+    return node;
+  }
+
   bool at_tuple_end() const {
     const auto k = peek().kind;
     return k == Token::Kind::VarEnd || k == Token::Kind::BlockEnd || at_op(")");
@@ -1791,7 +1870,7 @@ class Parser {
     }
     auto t = std::make_unique<ListLit>(line, true);
     t->items = std::move(items);
-    return t;
+    return finish(std::move(t));
   }
 
   ExprPtr parse_expression() {
@@ -1803,7 +1882,7 @@ class Parser {
       c->cond = parse_or();
       if (skip_name("else")) c->otherwise = parse_expression();
       c->then = std::move(expr);
-      expr = std::move(c);
+      expr = finish(std::move(c));
     }
     return expr;
   }
@@ -1812,7 +1891,7 @@ class Parser {
     ExprPtr left = parse_and();
     while (at_name("or")) {
       const int line = next().line;
-      left = std::make_unique<LogicalExpr>(line, false, std::move(left), parse_and());
+      left = finish(std::make_unique<LogicalExpr>(line, false, std::move(left), parse_and()));
     }
     return left;
   }
@@ -1821,7 +1900,7 @@ class Parser {
     ExprPtr left = parse_not();
     while (at_name("and")) {
       const int line = next().line;
-      left = std::make_unique<LogicalExpr>(line, true, std::move(left), parse_not());
+      left = finish(std::make_unique<LogicalExpr>(line, true, std::move(left), parse_not()));
     }
     return left;
   }
@@ -1830,7 +1909,7 @@ class Parser {
     if (at_name("not")) {
       const int line = next().line;
       DepthGuard guard(depth_, line);
-      return std::make_unique<UnaryExpr>(line, '!', parse_not());
+      return finish(std::make_unique<UnaryExpr>(line, '!', parse_not()));
     }
     return parse_compare();
   }
@@ -1858,14 +1937,14 @@ class Parser {
     auto c = std::make_unique<CompareExpr>(line);
     c->first = std::move(first);
     c->rest = std::move(rest);
-    return c;
+    return finish(std::move(c));
   }
 
   ExprPtr parse_math1() {
     ExprPtr left = parse_concat();
     while (at_op("+") || at_op("-")) {
       const Token& op = next();
-      left = std::make_unique<BinaryExpr>(op.line, op.text, std::move(left), parse_concat());
+      left = finish(std::make_unique<BinaryExpr>(op.line, op.text, std::move(left), parse_concat()));
     }
     return left;
   }
@@ -1874,7 +1953,7 @@ class Parser {
     ExprPtr left = parse_math2();
     while (at_op("~")) {
       const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "~", std::move(left), parse_math2());
+      left = finish(std::make_unique<BinaryExpr>(line, "~", std::move(left), parse_math2()));
     }
     return left;
   }
@@ -1883,7 +1962,7 @@ class Parser {
     ExprPtr left = parse_pow();
     while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
       const Token& op = next();
-      left = std::make_unique<BinaryExpr>(op.line, op.text, std::move(left), parse_pow());
+      left = finish(std::make_unique<BinaryExpr>(op.line, op.text, std::move(left), parse_pow()));
     }
     return left;
   }
@@ -1892,7 +1971,7 @@ class Parser {
     ExprPtr left = parse_unary(true);
     while (at_op("**")) {
       const int line = next().line;
-      left = std::make_unique<BinaryExpr>(line, "**", std::move(left), parse_unary(true));
+      left = finish(std::make_unique<BinaryExpr>(line, "**", std::move(left), parse_unary(true)));
     }
     return left;
   }
@@ -1903,7 +1982,7 @@ class Parser {
     ExprPtr node;
     if (at_op("-") || at_op("+")) {
       const char op = next().text[0];
-      node = std::make_unique<UnaryExpr>(line, op, parse_unary(false));
+      node = finish(std::make_unique<UnaryExpr>(line, op, parse_unary(false)));
     } else {
       node = parse_primary();
     }
@@ -1949,7 +2028,7 @@ class Parser {
             }
             list->items.push_back(parse_expression());
           }
-          return list;
+          return finish(std::move(list));
         }
         if (t.text == "{") {
           next();
@@ -1963,7 +2042,7 @@ class Parser {
             expect_op(":");
             dict->pairs.emplace_back(std::move(key), parse_expression());
           }
-          return dict;
+          return finish(std::move(dict));
         }
         break;
       default: break;
@@ -1977,10 +2056,10 @@ class Parser {
         const int line = next().line;
         const Token& t = next();
         if (t.kind == Token::Kind::Name) {
-          node = std::make_unique<GetAttr>(line, std::move(node), t.text);
+          node = finish(std::make_unique<GetAttr>(line, std::move(node), t.text));
         } else if (t.kind == Token::Kind::Int) {
-          node = std::make_unique<GetItem>(line, std::move(node),
-                                           std::make_unique<Literal>(line, Value::integer(t.int_value)));
+          node = finish(std::make_unique<GetItem>(line, std::move(node),
+                                                  std::make_unique<Literal>(line, Value::integer(t.int_value))));
         } else {
           fail_syntax(t.line, "expected an attribute name after '.', got " + describe(t));
         }
@@ -2000,7 +2079,7 @@ class Parser {
     if (!at_op(":")) start = parse_expression();
     if (!at_op(":")) {
       expect_op("]");
-      return std::make_unique<GetItem>(line, std::move(node), std::move(start));
+      return finish(std::make_unique<GetItem>(line, std::move(node), std::move(start)));
     }
     next();  // ':'
     auto s = std::make_unique<SliceExpr>(line);
@@ -2009,7 +2088,7 @@ class Parser {
     if (!at_op("]") && !at_op(":")) s->stop = parse_expression();
     if (skip_op(":") && !at_op("]")) s->step = parse_expression();
     expect_op("]");
-    return s;
+    return finish(std::move(s));
   }
 
   ArgExprs parse_args() {
@@ -2047,7 +2126,7 @@ class Parser {
     auto call = std::make_unique<CallExpr>(line);
     call->callee = std::move(callee);
     call->args = parse_args();
-    return call;
+    return finish(std::move(call));
   }
 
   ExprPtr parse_filter_expr(ExprPtr node) {
@@ -2072,7 +2151,7 @@ class Parser {
     if (f->fn == nullptr) fail_unsupported(line, "filter '" + f->name + "'");
     f->operand = std::move(operand);
     if (skip_op("(")) f->args = parse_args();
-    return f;
+    return finish(std::move(f));
   }
 
   ExprPtr parse_test(ExprPtr operand) {
@@ -2096,7 +2175,7 @@ class Parser {
           (p.kind == Token::Kind::Name && kStop.count(p.text) == 0);
       if (starts_arg) t->args.positional.push_back(parse_postfix(parse_primary()));
     }
-    return t;
+    return finish(std::move(t));
   }
 
   std::vector<Token> toks_;
@@ -2154,7 +2233,42 @@ class Interpreter {
     return Value::undefined("'" + name + "' is undefined");
   }
 
+  // One level of the render's recursion (an expression or a block) and one step of its work;
+  // see Note [Template limits].
+  class Level {
+   public:
+    Level(Interpreter& in, int line) : in_(in) {
+      if (++in_.depth > kMaxNesting) {
+        fail_render(line, "rendering recursed deeper than " + std::to_string(kMaxNesting) +
+                              " levels (nested blocks, expressions and macro calls)");
+      }
+      in_.charge(1, line);
+    }
+    ~Level() { --in_.depth; }
+    Level(const Level&) = delete;
+    Level& operator=(const Level&) = delete;
+
+   private:
+    Interpreter& in_;
+  };
+
+  void charge(std::int64_t steps, int line) {
+    work += steps;
+    if (work > kMaxRenderSteps) {
+      fail_render(line, "rendering took more than " + std::to_string(kMaxRenderSteps) +
+                            " steps (the template's work limit)");
+    }
+  }
+
+  // Appends rendered text, within kMaxTextBytes.
+  void write(std::string_view text, int line) {
+    check_text_size(out->size() + text.size(), line, "the rendered text");
+    out->append(text);
+  }
+
   Flow exec(const Body& body) {
+    if (body.empty()) return Flow::Normal;
+    Level level(*this, body.front()->line);
     for (const auto& stmt : body) {
       const Flow flow = stmt->exec(*this);
       if (flow != Flow::Normal) return flow;
@@ -2167,6 +2281,8 @@ class Interpreter {
   std::string* out;       // where output goes; swapped while capturing macro/set/filter bodies
   Value block_input;      // see BlockInput
   int macro_depth = 0;
+  int depth = 0;          // eval/exec recursion, see Level
+  std::int64_t work = 0;  // steps so far, see charge()
 };
 
 // Pushes a scope for the lifetime of the object; restores the previous one even on throw.
@@ -2404,8 +2520,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
         }
       } else if (op == "**") {
         if (y < 0) return Value::number(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        // By squaring: a loop of y multiplications never overflows for x in {-1, 0, 1} and would run
+        // for as long as the exponent says (2 ** 0 ... 1 ** 10**18).
         r = 1;
-        for (std::int64_t i = 0; i < y && !overflow; ++i) overflow = __builtin_mul_overflow(r, x, &r);
+        std::int64_t base = x;
+        for (std::int64_t e = y; e > 0 && !overflow; e >>= 1) {
+          if (e & 1) overflow = __builtin_mul_overflow(r, base, &r);
+          if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+        }
       }
       if (overflow) fail_render(line, "integer overflow in '" + op + "'");
       return Value::integer(r);
@@ -2432,8 +2554,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     if (op == "**") return Value::number(std::pow(x, y));
   }
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value::string(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      check_text_size(a.str().size() + b.str().size(), line, "'+'");
+      return Value::string(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list()) {
+      if (a.items().size() + b.items().size() > kMaxSequenceItems) {
+        fail_render(line, "'+' would make a list of more than " + std::to_string(kMaxSequenceItems) + " items");
+      }
       List items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
       return Value::list(std::move(items));
@@ -2445,8 +2573,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     if ((seq->is_string() || seq->is_list()) && (count->is_int() || count->is_bool())) {
       const std::int64_t n = as_int(*count, op, line);
       const std::size_t len = seq->is_string() ? seq->str().size() : seq->items().size();
-      if (n > 0 && len * static_cast<std::size_t>(n) > (std::size_t{1} << 28)) {
-        fail_render(line, "sequence repetition result too large");
+      // Divided, not multiplied: len * n wraps for a huge n and would pass any bound.
+      const std::size_t limit = seq->is_string() ? kMaxTextBytes : kMaxSequenceItems;
+      if (n > 0 && len > 0 && static_cast<std::uint64_t>(n) > limit / len) {
+        fail_render(line, "sequence repetition would make " + std::to_string(len) + " x " + std::to_string(n) +
+                              (seq->is_string() ? " bytes" : " items") + ", over the template limit of " +
+                              std::to_string(limit));
       }
       if (seq->is_string()) {
         std::string out;
@@ -2486,9 +2618,14 @@ CallArgs eval_args(Interpreter& in, const ArgExprs& exprs, int line) {
 
 Value call_method(Interpreter& in, const Value& obj, const std::string& name, CallArgs& args);
 
-Value NameRef::eval(Interpreter& in) const { return in.lookup(name); }
+Value Expr::eval(Interpreter& in) const {
+  Interpreter::Level level(in, line);
+  return eval_node(in);
+}
 
-Value ListLit::eval(Interpreter& in) const {
+Value NameRef::eval_node(Interpreter& in) const { return in.lookup(name); }
+
+Value ListLit::eval_node(Interpreter& in) const {
   List out;
   out.reserve(items.size());
   out.is_tuple = is_tuple;
@@ -2496,7 +2633,7 @@ Value ListLit::eval(Interpreter& in) const {
   return Value::list(std::move(out));
 }
 
-Value DictLit::eval(Interpreter& in) const {
+Value DictLit::eval_node(Interpreter& in) const {
   Dict d;
   for (const auto& [k, v] : pairs) {
     Value key = k->eval(in);
@@ -2509,14 +2646,14 @@ Value DictLit::eval(Interpreter& in) const {
   return Value::dict(std::move(d));
 }
 
-Value GetAttr::eval(Interpreter& in) const { return get_attr(object->eval(in), name, line); }
+Value GetAttr::eval_node(Interpreter& in) const { return get_attr(object->eval(in), name, line); }
 
-Value GetItem::eval(Interpreter& in) const {
+Value GetItem::eval_node(Interpreter& in) const {
   Value obj = object->eval(in);
   return get_item(obj, index->eval(in), line);
 }
 
-Value SliceExpr::eval(Interpreter& in) const {
+Value SliceExpr::eval_node(Interpreter& in) const {
   Value obj = object->eval(in);
   if (obj.is_undefined()) fail_undefined(obj, line);
   auto opt = [&](const ExprPtr& e) { return e ? e->eval(in) : Value::none(); };
@@ -2539,10 +2676,20 @@ Value SliceExpr::eval(Interpreter& in) const {
   fail_render(line, "'" + type_name(obj) + "' object is not subscriptable");
 }
 
-Value CallExpr::eval(Interpreter& in) const {
+// What a builtin walking over `v` may cost: its items, or its bytes in 64-byte steps.
+std::int64_t walk_cost(const Value& v) {
+  if (v.is_list()) return static_cast<std::int64_t>(v.items().size());
+  if (v.is_dict()) return static_cast<std::int64_t>(v.dict().entries.size());
+  if (v.is_string()) return static_cast<std::int64_t>(v.str().size() / 64);
+  return 0;
+}
+
+Value CallExpr::eval_node(Interpreter& in) const {
   if (const auto* attr = dynamic_cast<const GetAttr*>(callee.get())) {
     Value obj = attr->object->eval(in);
     CallArgs a = eval_args(in, args, line);
+    in.charge(walk_cost(obj), line);
+    for (const auto& arg : a.positional) in.charge(walk_cost(arg), line);
     return call_method(in, obj, attr->name, a);
   }
   Value fn = callee->eval(in);
@@ -2552,21 +2699,22 @@ Value CallExpr::eval(Interpreter& in) const {
   fail_render(line, "'" + type_name(fn) + "' object is not callable");
 }
 
-Value FilterExpr::eval(Interpreter& in) const {
+Value FilterExpr::eval_node(Interpreter& in) const {
   Value input = operand->eval(in);
   CallArgs a = eval_args(in, args, line);
+  in.charge(walk_cost(input), line);
   return fn(in, input, a);
 }
 
-Value TestExpr::eval(Interpreter& in) const {
+Value TestExpr::eval_node(Interpreter& in) const {
   Value input = operand->eval(in);
   CallArgs a = eval_args(in, args, line);
   return Value::boolean(fn(in, input, a) != negated);
 }
 
-Value BlockInput::eval(Interpreter& in) const { return in.block_input; }
+Value BlockInput::eval_node(Interpreter& in) const { return in.block_input; }
 
-Value UnaryExpr::eval(Interpreter& in) const {
+Value UnaryExpr::eval_node(Interpreter& in) const {
   Value v = operand->eval(in);
   if (op == '!') return Value::boolean(!truthy(v));
   if (v.is_undefined()) fail_undefined(v, line);
@@ -2580,21 +2728,26 @@ Value UnaryExpr::eval(Interpreter& in) const {
   fail_render(line, std::string("bad operand type for unary ") + op + ": '" + type_name(v) + "'");
 }
 
-Value BinaryExpr::eval(Interpreter& in) const {
+Value BinaryExpr::eval_node(Interpreter& in) const {
   Value a = left->eval(in);
   Value b = right->eval(in);
-  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "~") {
+    std::string left = to_str(a);
+    const std::string right = to_str(b);
+    check_text_size(left.size() + right.size(), line, "'~'");
+    return Value::string(left + right);
+  }
   return arithmetic(op, a, b, line);
 }
 
-Value LogicalExpr::eval(Interpreter& in) const {
+Value LogicalExpr::eval_node(Interpreter& in) const {
   // Python returns the deciding operand, not a bool.
   Value a = left->eval(in);
   if (is_and ? !truthy(a) : truthy(a)) return a;
   return right->eval(in);
 }
 
-Value CompareExpr::eval(Interpreter& in) const {
+Value CompareExpr::eval_node(Interpreter& in) const {
   Value a = first->eval(in);
   for (const auto& [op, e] : rest) {
     Value b = e->eval(in);
@@ -2604,7 +2757,7 @@ Value CompareExpr::eval(Interpreter& in) const {
   return Value::boolean(true);
 }
 
-Value CondExpr::eval(Interpreter& in) const {
+Value CondExpr::eval_node(Interpreter& in) const {
   if (truthy(cond->eval(in))) return then->eval(in);
   if (otherwise) return otherwise->eval(in);
   return Value::undefined("the inline if-expression on line " + std::to_string(line) +
@@ -2636,13 +2789,13 @@ void assign(Interpreter& in, const Target& target, Value value, int line) {
 }
 
 Flow TextStmt::exec(Interpreter& in) const {
-  in.out->append(text);
+  in.write(text, line);
   return Flow::Normal;
 }
 
 Flow OutputStmt::exec(Interpreter& in) const {
   const Value v = expr->eval(in);
-  append_str(*in.out, v, false, 0);
+  in.write(to_str(v), line);
   return Flow::Normal;
 }
 
@@ -2658,6 +2811,7 @@ Flow ForStmt::exec(Interpreter& in) const {
   if (filter) {
     List kept;
     for (const auto& item : *items) {
+      in.charge(1, line);
       ScopeGuard scope(in, in.frame);
       assign(in, target, item, line);
       if (truthy(filter->eval(in))) kept.push_back(item);
@@ -2667,6 +2821,7 @@ Flow ForStmt::exec(Interpreter& in) const {
   if (items->empty()) return in.exec(otherwise);
   const std::size_t n = items->size();
   for (std::size_t i = 0; i < n; ++i) {
+    in.charge(1, line);
     // A fresh scope per iteration: jinja2 does not carry {% set %} from one iteration to the next.
     ScopeGuard scope(in, in.frame);
     assign(in, target, (*items)[i], line);
@@ -2799,6 +2954,17 @@ Flow PlainBlockStmt::exec(Interpreter& in) const { return in.exec(body); }
 // Formatting helpers: printf-style `%` (and |format), str.format.
 // ============================================================================================
 
+// snprintf into a string as long as the result (widths reach kMaxFormatWidth).
+template <class T>
+std::string c_format(const std::string& spec, T value) {
+  const int n = std::snprintf(nullptr, 0, spec.c_str(), value);
+  if (n <= 0) return "";
+  std::string out(static_cast<std::size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec.c_str(), value);
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
 // Python's `fmt % args`.
 std::string py_percent_format(const std::string& fmt, const List& args, int line) {
   std::string out;
@@ -2816,14 +2982,26 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
     if (fmt[i] == '(') fail_unsupported(line, "'%(name)s' mapping keys in '%' formatting");
     std::string flags;
     while (i < fmt.size() && std::string_view("-+ #0").find(fmt[i]) != std::string_view::npos) flags += fmt[i++];
-    std::string width;
-    while (i < fmt.size() && ascii_digit(fmt[i])) width += fmt[i++];
+    // Width and precision are read digit by digit up to kMaxFormatWidth: std::stoi would throw
+    // std::out_of_range past 2^31, and glibc's printf allocates a buffer as wide as asked.
+    auto read_count = [&](const char* what) {
+      int n = 0;
+      while (i < fmt.size() && ascii_digit(fmt[i])) {
+        n = n * 10 + (fmt[i++] - '0');
+        if (n > kMaxFormatWidth) {
+          fail_render(line, std::string("'%' format ") + what + " over the template limit of " +
+                                std::to_string(kMaxFormatWidth));
+        }
+      }
+      return n;
+    };
+    const std::size_t width_begin = i;
+    const int w = read_count("width");
+    const std::string width = fmt.substr(width_begin, i - width_begin);
     std::optional<int> precision;
     if (i < fmt.size() && fmt[i] == '.') {
       ++i;
-      std::string p;
-      while (i < fmt.size() && ascii_digit(fmt[i])) p += fmt[i++];
-      precision = p.empty() ? 0 : std::stoi(p);
+      precision = read_count("precision");
     }
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) fail_render(line, "incomplete format in '%' formatting");
@@ -2831,9 +3009,8 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
     const char conv = fmt[i];
     if (next_arg >= args.size()) fail_render(line, "not enough arguments for format string");
     const Value& arg = args[next_arg++];
-    const int w = width.empty() ? 0 : std::stoi(width.substr(0, 6));
+    check_text_size(out.size() + static_cast<std::size_t>(w), line, "'%' formatting");
     std::string spec = "%" + flags + width + (precision ? "." + std::to_string(*precision) : "");
-    char buf[512];
     switch (conv) {
       case 's':
       case 'r':
@@ -2854,10 +3031,12 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
       case 'd':
       case 'i':
       case 'u': {
+        if (arg.is_float() && !(std::abs(arg.as<double>()) < 9.2e18)) {
+          fail_render(line, "%d format: cannot convert float " + to_repr(arg) + " to integer");
+        }
         const std::int64_t v = arg.is_float() ? static_cast<std::int64_t>(arg.as<double>())
                                               : as_int(arg, "%d format", line);
-        std::snprintf(buf, sizeof buf, (spec + "lld").c_str(), static_cast<long long>(v));
-        out += buf;
+        out += c_format(spec + "lld", static_cast<long long>(v));
         break;
       }
       case 'x':
@@ -2865,9 +3044,9 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
       case 'o': {
         const std::int64_t v = as_int(arg, std::string("%") + conv + " format", line);
         std::string sign = v < 0 ? "-" : "";
-        std::snprintf(buf, sizeof buf, (spec + "ll" + conv).c_str(),
-                      static_cast<unsigned long long>(v < 0 ? -static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v)));
-        out += sign + buf;
+        out += sign + c_format(spec + "ll" + conv, static_cast<unsigned long long>(
+                                                           v < 0 ? -static_cast<unsigned long long>(v)
+                                                                 : static_cast<unsigned long long>(v)));
         break;
       }
       case 'e':
@@ -2877,8 +3056,7 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
       case 'g':
       case 'G': {
         const double v = as_double(arg, std::string("%") + conv + " format", line);
-        std::snprintf(buf, sizeof buf, (spec + conv).c_str(), v);
-        out += buf;
+        out += c_format(spec + conv, v);
         break;
       }
       case 'c':
@@ -3006,7 +3184,9 @@ Value attr_path(const Value& item, const std::string& path, int line) {
     const std::size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!part.empty() && std::all_of(part.begin(), part.end(), ascii_digit)) {
-      cur = get_item(cur, Value::integer(std::stoll(part)), line);
+      std::int64_t index = std::numeric_limits<std::int64_t>::max();  // past any list when out of range
+      std::from_chars(part.data(), part.data() + part.size(), index);
+      cur = get_item(cur, Value::integer(index), line);
     } else {
       cur = get_item(cur, Value::string(part), line);
     }
@@ -3090,10 +3270,12 @@ Value f_join(Interpreter&, const Value& v, CallArgs& args) {
   const std::string sep = a[0] ? to_str(*a[0]) : "";
   std::string out;
   bool first = true;
-  for (const auto& item : *iterate(v, args.line)) {
+  const ListPtr items = iterate(v, args.line);  // owned here: a range-for would free a fresh list
+  for (const auto& item : *items) {
     if (!first) out += sep;
     first = false;
     out += to_str(given(a[1]) ? attr_path(item, to_str(*a[1]), args.line) : item);
+    check_text_size(out.size(), args.line, "join");
   }
   return Value::string(std::move(out));
 }
@@ -3208,7 +3390,7 @@ Value f_replace(Interpreter&, const Value& v, CallArgs& args) {
   const int line = args.line;
   const std::int64_t count = given(a[2]) ? as_int(*a[2], "replace count", line) : -1;
   return Value::string(py_replace(to_str(v), to_str(require(a[0], "replace", "old", line)),
-                                  to_str(require(a[1], "replace", "new", line)), count));
+                                  to_str(require(a[1], "replace", "new", line)), count, line));
 }
 
 Value f_reverse(Interpreter&, const Value& v, CallArgs& args) {
@@ -3304,7 +3486,8 @@ Value f_unique(Interpreter&, const Value& v, CallArgs& args) {
   const bool case_sensitive = a[0] && truthy(*a[0]);
   List out;
   List seen;
-  for (const auto& item : *iterate(v, args.line)) {
+  const ListPtr items = iterate(v, args.line);  // owned here: a range-for would free a fresh list
+  for (const auto& item : *items) {
     Value key = sort_key(item, a[1], case_sensitive, args.line);
     if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, key); })) {
       seen.push_back(std::move(key));
@@ -3337,7 +3520,8 @@ Value f_max(Interpreter&, const Value& v, CallArgs& args) { return min_max(v, ar
 Value f_sum(Interpreter&, const Value& v, CallArgs& args) {
   const Bound a = bind(args, {"attribute", "start"}, "sum");
   Value total = a[1] ? *a[1] : Value::integer(0);
-  for (const auto& item : *iterate(v, args.line)) {
+  const ListPtr items = iterate(v, args.line);  // owned here: a range-for would free a fresh list
+  for (const auto& item : *items) {
     total = arithmetic("+", total, given(a[0]) ? attr_path(item, to_str(*a[0]), args.line) : item, args.line);
   }
   return total;
@@ -3416,7 +3600,8 @@ Value select_impl(Interpreter& in, const Value& v, CallArgs& args, bool by_attr,
     if (test == nullptr) fail_unsupported(args.line, "test '" + name + "' (in " + what + ")");
   }
   List out;
-  for (const auto& item : *iterate(v, args.line)) {
+  const ListPtr items = iterate(v, args.line);  // owned here: a range-for would free a fresh list
+  for (const auto& item : *items) {
     const Value subject = by_attr ? attr_path(item, path, args.line) : item;
     bool ok;
     if (test != nullptr) {
@@ -3683,7 +3868,7 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     const Bound a = bind(args, {"old", "new", "count"}, what);
     return Value::string(py_replace(s, as_string(require(a[0], what, "old", line), what, line),
                                     as_string(require(a[1], what, "new", line), what, line),
-                                    a[2] ? as_int(*a[2], what, line) : -1));
+                                    a[2] ? as_int(*a[2], what, line) : -1, line));
   }
   if (name == "upper") return no_args(), Value::string(to_upper(s));
   if (name == "lower") return no_args(), Value::string(to_lower(s));
@@ -3713,11 +3898,13 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     const Bound a = bind(args, {"iterable"}, what);
     std::string out;
     bool first = true;
-    for (const auto& item : *iterate(require(a[0], what, "iterable", line), line)) {
+    const ListPtr items = iterate(require(a[0], what, "iterable", line), line);  // owned here: a range-for would free a fresh list
+    for (const auto& item : *items) {
       if (!item.is_string()) fail_render(line, "str.join(): expected str instance, " + type_name(item) + " found");
       if (!first) out += s;
       first = false;
       out += item.str();
+      check_text_size(out.size(), line, "str.join()");
     }
     return Value::string(std::move(out));
   }
@@ -3902,10 +4089,25 @@ Template Template::parse(std::string source, Options options) {
   return Template(std::move(program));
 }
 
-std::string Template::render(const nlohmann::json& context) const { return render_program(*program_, context); }
+// Rendering fails with InvalidArgumentError or FormatError only (see jinja.h): anything else that
+// escaped would reach the CLI as "internal error" and the server as a 500.
+template <class Json>
+std::string render_guarded(const Template::Program& program, const Json& context) {
+  try {
+    return render_program(program, context);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgumentError("rendering the template needs more memory than is available");
+  } catch (const std::exception& e) {
+    throw InvalidArgumentError(std::string("rendering the template failed: ") + e.what());
+  }
+}
+
+std::string Template::render(const nlohmann::json& context) const { return render_guarded(*program_, context); }
 
 std::string Template::render(const nlohmann::ordered_json& context) const {
-  return render_program(*program_, context);
+  return render_guarded(*program_, context);
 }
 
 }  // namespace opchain::jinja

@@ -2,15 +2,52 @@
 
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <algorithm>
+#include <charconv>
 
 #include "core/error.h"
+#include "io/input_errors.h"
 
 namespace opchain {
 
-NpyArray read_npy_f32(const std::string& path) {
+namespace {
+
+// A .npy header is a short Python dict literal; numpy itself writes a few hundred bytes.
+constexpr uint32_t kMaxNpyHeaderBytes = 1u << 16;
+
+// The dims of "'shape': (2, 3)" in the header, each checked as it is read.
+std::vector<int64_t> parse_shape(const std::string& header, const std::string& path) {
+  const size_t key = header.find("'shape':");
+  if (key == std::string::npos) throw FormatError(path + ": .npy header has no shape");
+  const size_t open = header.find('(', key);
+  const size_t close = open == std::string::npos ? open : header.find(')', open);
+  if (close == std::string::npos) throw FormatError(path + ": .npy header has a malformed shape");
+  std::vector<int64_t> shape;
+  const char* p = header.data() + open + 1;
+  const char* end = header.data() + close;
+  while (p < end) {
+    if (*p == ' ' || *p == ',') {
+      ++p;
+      continue;
+    }
+    int64_t d = 0;
+    const auto [next, ec] = std::from_chars(p, end, d);
+    if (ec != std::errc() || d < 0)
+      throw FormatError(path + ": .npy shape '" + header.substr(open, close - open + 1) + "' is not a tuple of sizes");
+    shape.push_back(d);
+    p = next;
+  }
+  return shape;
+}
+
+}  // namespace
+
+NpyArray read_npy_unguarded(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FormatError("cannot open " + path);
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<uint64_t>(std::max<std::streamoff>(in.tellg(), 0));
+  in.seekg(0);
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) throw FormatError(path + " is not a .npy file");
@@ -24,30 +61,33 @@ NpyArray read_npy_f32(const std::string& path) {
     in.read(reinterpret_cast<char*>(b), 4);
     header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
   }
+  // Every size is checked against the file before anything is allocated from it.
+  if (!in || header_len > kMaxNpyHeaderBytes || header_len > file_size)
+    throw FormatError(path + ": .npy header length " + std::to_string(header_len) + " is over the limit of " +
+                      std::to_string(kMaxNpyHeaderBytes) + " bytes or past the end of the file");
   std::string header(header_len, '\0');
   in.read(header.data(), header_len);
   if (!in) throw FormatError(path + ": truncated .npy header");
   if (header.find("'<f4'") == std::string::npos) throw FormatError(path + ": only little-endian float32 is supported");
   if (header.find("'fortran_order': True") != std::string::npos) throw FormatError(path + ": Fortran order not supported");
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) throw FormatError(path + ": no shape");
   NpyArray a;
-  std::string dims = m[1];
-  size_t pos = 0;
-  int64_t total = 1;
-  while (pos < dims.size()) {
-    while (pos < dims.size() && (dims[pos] == ' ' || dims[pos] == ',')) ++pos;
-    if (pos >= dims.size()) break;
-    size_t used = 0;
-    const int64_t d = std::stoll(dims.substr(pos), &used);
-    a.shape.push_back(d);
-    total *= d;
-    pos += used;
+  a.shape = parse_shape(header, path);
+  const uint64_t data_bytes = file_size - static_cast<uint64_t>(in.tellg());
+  uint64_t total = 1;
+  for (const int64_t d : a.shape) {
+    // Divided, not multiplied, so the product cannot wrap; it must fit the bytes the file holds.
+    if (d != 0 && total > data_bytes / 4 / static_cast<uint64_t>(d))
+      throw FormatError(path + ": .npy shape needs more data than the file's " + std::to_string(data_bytes) + " bytes");
+    total *= static_cast<uint64_t>(d);
   }
   a.data.resize(static_cast<size_t>(total));
   in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(total * 4));
   if (!in) throw FormatError(path + ": truncated data");
   return a;
+}
+
+NpyArray read_npy_f32(const std::string& path) {
+  return guard_input(path, [&] { return read_npy_unguarded(path); });
 }
 
 void write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const float* data) {

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "core/error.h"
+#include "io/json_input.h"
 
 namespace opchain {
 
@@ -46,17 +47,17 @@ struct Keys {
   bool has(const std::string& k) const { return j.contains(k) && !j[k].is_null(); }
   int64_t integer(const std::string& k, int64_t def) const {
     if (!has(k)) return def;
-    if (!j[k].is_number_integer()) fail(k, "must be an integer, got " + j[k].dump());
+    if (!j[k].is_number_integer()) fail(k, "must be an integer, got " + json_excerpt(j[k]));
     return j[k].get<int64_t>();
   }
   bool boolean(const std::string& k, bool def) const {
     if (!has(k)) return def;
-    if (!j[k].is_boolean()) fail(k, "must be true or false, got " + j[k].dump());
+    if (!j[k].is_boolean()) fail(k, "must be true or false, got " + json_excerpt(j[k]));
     return j[k].get<bool>();
   }
   std::string string(const std::string& k, const std::string& def) const {
     if (!has(k)) return def;
-    if (!j[k].is_string()) fail(k, "must be a string, got " + j[k].dump());
+    if (!j[k].is_string()) fail(k, "must be a string, got " + json_excerpt(j[k]));
     return j[k].get<std::string>();
   }
   std::vector<std::string> strings(const std::string& k) const {
@@ -64,7 +65,7 @@ struct Keys {
     if (!has(k)) return out;
     if (!j[k].is_array()) fail(k, "must be a list of names");
     for (const auto& v : j[k]) {
-      if (!v.is_string()) fail(k, "must be a list of names, got " + v.dump());
+      if (!v.is_string()) fail(k, "must be a list of names, got " + json_excerpt(v));
       out.push_back(v.get<std::string>());
     }
     return out;
@@ -160,12 +161,7 @@ const CtScheme* QuantConfig::scheme_for(const std::string& name) const {
 QuantConfig parse_quant_config(const std::string& text, const std::string& source) {
   QuantConfig c;
   c.source = source;
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError(source + " is not valid JSON: " + e.what());
-  }
+  const json root = parse_json_input(text, source);
   if (!root.is_object() || !root.contains("quantization_config") || root["quantization_config"].is_null()) return c;
   const json& q = root["quantization_config"];
   const std::string where = source + ": quantization_config";
@@ -182,7 +178,7 @@ QuantConfig parse_quant_config(const std::string& text, const std::string& sourc
       const json& b = q["weight_block_size"];
       if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() || b[0].get<int64_t>() <= 0 ||
           b[1].get<int64_t>() <= 0)
-        k.fail("weight_block_size", "must be two positive integers [block_n, block_k], got " + b.dump());
+        k.fail("weight_block_size", "must be two positive integers [block_n, block_k], got " + json_excerpt(b));
       c.block_n = b[0].get<int64_t>();
       c.block_k = b[1].get<int64_t>();
       if (!c.dynamic_activations) k.fail("activation_scheme", "must be dynamic with weight_block_size (block fp8)");

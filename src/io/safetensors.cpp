@@ -13,11 +13,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/input_errors.h"
+#include "io/json_input.h"
 
 namespace opchain {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// No checkpoint tensor comes near 2^44 elements (16 Ti); below it no product of dims or byte count
+// (elements x 8 bytes at most) overflows 64 bits.
+constexpr uint64_t kMaxTensorElements = uint64_t{1} << 44;
 
 static FormatError bad(const std::string& path, const std::string& what) {
   return FormatError("malformed safetensors file " + path + ": " + what);
@@ -51,9 +57,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (header_len > (100u << 20)) throw bad(path, "header length " + std::to_string(header_len) + " over 100 MB");
     data_section_ = reinterpret_cast<const char*>(bytes) + 8 + header_len;
     const size_t data_size = size_ - 8 - header_len;
+    const std::string_view header_text(reinterpret_cast<const char*>(bytes) + 8, header_len);
+    check_json_nesting(header_text, "the header of safetensors file " + path);
     json header;
     try {
-      header = json::parse(reinterpret_cast<const char*>(bytes) + 8, reinterpret_cast<const char*>(bytes) + 8 + header_len);
+      header = json::parse(header_text);
     } catch (const json::exception& e) {
       throw bad(path, std::string("header is not valid JSON (") + e.what() + ")");
     }
@@ -66,18 +74,22 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       SafetensorsEntry e;
       e.name = name;
       if (!v["dtype"].is_string() || !parse_dtype(v["dtype"].get<std::string>(), e.dtype))
-        throw bad(path, "tensor '" + name + "' has unsupported dtype " + v["dtype"].dump());
+        throw bad(path, "tensor '" + name + "' has unsupported dtype " + json_excerpt(v["dtype"]));
       const auto& shp = v["shape"];
-      if (!shp.is_array() || shp.size() > 16) throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
+      if (!shp.is_array() || shp.size() > 16) throw bad(path, "tensor '" + name + "' has a bad shape " + json_excerpt(shp));
       e.shape.ndim = 0;
       e.rank = static_cast<int>(shp.size());
-      uint64_t numel = 1;
+      // The bound is on the product of the nonzero dims, tested before each multiplication: a product
+      // that wrapped (2^40 x 2^40 x ...) or that a zero dim hid passed the old size check, and the
+      // shape then told kernels to read far past the mapping.
+      uint64_t extent = 1;
       for (const auto& d : shp) {
-        if (!d.is_number_unsigned()) throw bad(path, "tensor '" + name + "' has a bad shape " + shp.dump());
+        if (!d.is_number_unsigned()) throw bad(path, "tensor '" + name + "' has a bad shape " + json_excerpt(shp));
         const uint64_t dim = d.get<uint64_t>();
-        if (dim > (1ull << 40)) throw bad(path, "tensor '" + name + "' has an absurd dimension " + std::to_string(dim));
-        numel = dim == 0 ? 0 : numel * dim;
-        if (numel > (1ull << 44)) throw bad(path, "tensor '" + name + "' has an absurd shape " + shp.dump());
+        if (dim != 0 && extent > kMaxTensorElements / dim)
+          throw bad(path, "tensor '" + name + "' has shape " + json_excerpt(shp) + ", over the limit of " +
+                              std::to_string(kMaxTensorElements) + " elements");
+        if (dim != 0) extent *= dim;
         // Dims past the fourth fold into the fourth: the entry keeps its size, and tensor() refuses it.
         if (e.shape.ndim < kMaxDims) e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
         else e.shape.dims[kMaxDims - 1] *= static_cast<int64_t>(dim);
@@ -86,7 +98,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
         for (const auto& d : shp) e.file_dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
       const auto& off = v["data_offsets"];
       if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-        throw bad(path, "tensor '" + name + "' has bad data_offsets " + off.dump());
+        throw bad(path, "tensor '" + name + "' has bad data_offsets " + json_excerpt(off));
       e.begin = off[0].get<size_t>();
       e.end = off[1].get<size_t>();
       if (e.begin > e.end || e.end > data_size)
@@ -99,15 +111,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       auto [it, inserted] = entries_.emplace(name, e);
       by_offset.push_back(&it->second);
     }
+    // Empty tensors occupy no bytes and are left out: compared as a neighbour, one hid an overlap of
+    // the tensors on either side of it. Each tensor is checked against the furthest end so far.
+    std::erase_if(by_offset, [](const SafetensorsEntry* e) { return e->begin == e->end; });
     std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin; });
-    for (size_t i = 1; i < by_offset.size(); ++i) {
-      if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->end > by_offset[i]->begin)
-        throw bad(path, "tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name + "' overlap");
+    const SafetensorsEntry* furthest = nullptr;
+    for (const SafetensorsEntry* e : by_offset) {
+      if (furthest && e->begin < furthest->end)
+        throw bad(path, "tensors '" + furthest->name + "' and '" + e->name + "' overlap");
+      if (!furthest || e->end > furthest->end) furthest = e;
     }
   } catch (...) {
     ::munmap(map_, size_);
     map_ = nullptr;
-    throw;
+    guard_input(path, [] { throw; });  // rethrown as an opchain error naming the file
   }
 }
 
@@ -136,13 +153,7 @@ WeightStore::WeightStore(const std::string& model_dir) : dir_(model_dir) {
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
   if (fs::exists(index)) {
-    std::ifstream in(index);
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const json::exception& e) {
-      throw FormatError("malformed " + index.string() + ": " + e.what());
-    }
+    const json j = read_json_file(index.string());
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
       throw FormatError("malformed " + index.string() + ": no 'weight_map' object");
     std::map<std::string, const SafetensorsFile*> opened;

@@ -24,6 +24,8 @@
 #include <utility>
 
 #include "core/error.h"
+#include "io/input_errors.h"
+#include "io/json_input.h"
 #include "io/tokenizer_detail.h"
 
 namespace opchain {
@@ -33,8 +35,10 @@ namespace td = tokenizer_detail;
 
 namespace {
 
-// Ids beyond this are certainly a corrupt file; refusing them keeps the id-indexed tables small.
-constexpr int64_t kMaxTokenId = (int64_t{1} << 26) - 1;
+// Ids beyond this are certainly a corrupt file; refusing them keeps the id-indexed tables small. The
+// table holds one entry (~70 bytes) per id up to the largest, so a single id of 2^26 in a tiny file
+// asked for 4.8 GB; 2^21 ids (8x the largest vocabulary released, 262144) cost at most ~150 MB.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 21) - 1;
 
 // ---------------------------------------------------------------------------------------------
 // JSON access with errors that name the file and the field
@@ -76,7 +80,9 @@ class JsonReader {
   int32_t token_id(const json& v, const std::string& field) const {
     if (!v.is_number_integer()) fail(field, std::string("expected an integer token id, got ") + v.type_name());
     const int64_t id = v.get<int64_t>();
-    if (id < 0 || id > kMaxTokenId) fail(field, "token id " + std::to_string(id) + " is out of range");
+    if (id < 0 || id > kMaxTokenId)
+      fail(field, "token id " + std::to_string(id) + " is out of range (0 to " + std::to_string(kMaxTokenId) +
+                      ", opchain's vocabulary limit)");
     return static_cast<int32_t>(id);
   }
 
@@ -722,7 +728,7 @@ void parse_pre_tokenizer(const json& v, const std::string& field, const JsonRead
 void check_empty_option(const json& model, const char* key, const JsonReader& r) {
   const json* v = r.optional(model, "model", key);
   if (!v || v->is_null() || (v->is_string() && v->get<std::string>().empty())) return;
-  r.fail(std::string("model.") + key, "is not supported by this byte-level BPE (got " + v->dump() + ")");
+  r.fail(std::string("model.") + key, "is not supported by this byte-level BPE (got " + json_excerpt(*v) + ")");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -760,7 +766,7 @@ class TokenizerJsonSax {
   bool boolean(bool v) { return scalar(v, "boolean"); }
   bool number_integer(number_integer_t v) { return integer(v); }
   bool number_unsigned(number_unsigned_t v) {
-    return integer(v > static_cast<number_unsigned_t>(kMaxTokenId) ? kMaxTokenId + 1 : static_cast<int64_t>(v));
+    return integer(v > static_cast<number_unsigned_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v));
   }
   bool number_float(number_float_t v, const string_t&) { return scalar(v, "number"); }
   bool binary(binary_t&) { return true; }  // never produced by JSON text
@@ -872,7 +878,8 @@ class TokenizerJsonSax {
   bool integer(int64_t v) {
     if (mode_ == Mode::kVocab) {
       if (v < 0 || v > kMaxTokenId) {
-        r_.fail("model.vocab[\"" + vocab_key_ + "\"]", "token id " + std::to_string(v) + " is out of range");
+        r_.fail("model.vocab[\"" + vocab_key_ + "\"]", "token id " + std::to_string(v) + " is out of range (0 to " +
+                                                          std::to_string(kMaxTokenId) + ", opchain's vocabulary limit)");
       }
       out_.vocab.emplace_back(std::move(vocab_key_), static_cast<int32_t>(v));
       return true;
@@ -929,7 +936,7 @@ std::shared_ptr<Tokenizer::Impl> build(ParsedTokenizerJson& parsed, const JsonRe
   }
   if (const json* dropout = r.optional(model, "model", "dropout"); dropout && !dropout->is_null()) {
     if (!dropout->is_number() || dropout->get<double>() != 0.0) {
-      r.fail("model.dropout", "BPE dropout is not supported (got " + dropout->dump() + ")");
+      r.fail("model.dropout", "BPE dropout is not supported (got " + json_excerpt(*dropout) + ")");
     }
   }
   check_empty_option(model, "continuing_subword_prefix", r);
@@ -1123,9 +1130,12 @@ Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& 
   const JsonReader r(origin_for_errors);
   ParsedTokenizerJson parsed;
   TokenizerJsonSax sax(parsed, r);
-  // parse_error() throws, so a false return cannot happen; keep the check for safety.
-  if (!json::sax_parse(text, &sax)) throw FormatError(origin_for_errors + ": malformed JSON");
-  return Tokenizer(build(parsed, r));
+  return guard_input(origin_for_errors, [&] {
+    check_json_nesting(text, origin_for_errors);
+    // parse_error() throws, so a false return cannot happen; keep the check for safety.
+    if (!json::sax_parse(text, &sax)) throw FormatError(origin_for_errors + ": malformed JSON");
+    return Tokenizer(build(parsed, r));
+  });
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text) const { return encode(text, true); }

@@ -247,7 +247,7 @@ std::string onig_to_icu(std::string_view p) {
 
 class IcuPattern final : public SplitPattern {
  public:
-  IcuPattern(std::string_view pattern, const std::string& context) {
+  IcuPattern(std::string_view pattern, const std::string& context) : context_(context) {
     const std::string icu_pattern = onig_to_icu(pattern);
     UErrorCode status = U_ZERO_ERROR;
     UParseError pe{};
@@ -267,18 +267,27 @@ class IcuPattern final : public SplitPattern {
     std::unique_ptr<icu::RegexMatcher> m(pattern_->matcher(status));
     if (U_FAILURE(status)) throw Error(std::string("ICU regex matcher failed: ") + u_errorName(status));
     m->reset(ut.get());
+    // ICU backtracks without bound: a pre-tokenizer regex like (a*)*b takes exponential time on a
+    // long run of 'a's. Each find() gets kRegexTimeLimit steps of ICU's engine (about a millisecond
+    // each); the shipped patterns need a few per word.
+    m->setTimeLimit(kRegexTimeLimit, status);
     while (m->find(status) && U_SUCCESS(status)) {
       const auto b = static_cast<size_t>(m->start64(status));
       const auto e = static_cast<size_t>(m->end64(status));
       if (e > b) on_match(Span{b, e});
     }
-    if (U_FAILURE(status)) throw Error(std::string("ICU regex search failed: ") + u_errorName(status));
+    if (status == U_REGEX_TIME_OUT)
+      throw InvalidArgumentError(context_ + ": the pre-tokenizer regex ran past its limit of " +
+                                 std::to_string(kRegexTimeLimit) + " ICU steps on one match (catastrophic backtracking)");
+    if (U_FAILURE(status)) throw Error(context_ + ": ICU regex search failed: " + u_errorName(status));
   }
 
   std::string engine() const override { return "icu"; }
 
  private:
+  static constexpr int32_t kRegexTimeLimit = 1000;
   std::unique_ptr<icu::RegexPattern> pattern_;
+  std::string context_;
 };
 
 class LiteralPattern final : public SplitPattern {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <new>
 
 #include "engine/json_schema_grammar.h"
 #include "engine/logprobs.h"
@@ -353,8 +354,10 @@ void parse_constraints(const ojson& j, ParsedRequest& r) {
 
 }  // namespace
 
-ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
-                            const ProtocolLimits& lim) {
+namespace {
+
+ParsedRequest parse_checked_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
+                                    const ProtocolLimits& lim) {
   check_nesting(body);
   ojson j;
   try {
@@ -473,6 +476,23 @@ ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingPa
   r.ignore_eos = boolean(j, "ignore_eos").value_or(false);
   r.skip_special_tokens = boolean(j, "skip_special_tokens").value_or(true);
   return r;
+}
+
+}  // namespace
+
+ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingParams& defaults,
+                            const ProtocolLimits& lim) {
+  // Whatever a body does, the client gets a 4xx naming the request, never a 500 "internal error".
+  try {
+    return parse_checked_request(body, ep, defaults, lim);
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw ApiError(413, "the request needs more memory than this server gives one request", "invalid_request_error", "",
+                   "request_too_large");
+  } catch (const std::exception& e) {
+    bad("", std::string("the request body cannot be read: ") + e.what());
+  }
 }
 
 const char* openai_finish_reason(FinishReason r) {

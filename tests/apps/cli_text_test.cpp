@@ -76,5 +76,19 @@ TEST(CliChatTemplate, RendersTheQwen3Template) {
   fs::remove(file);
 }
 
+// A conversation nested 100000 levels deep overflowed the stack when the template context copied it
+// (the CLI died with SIGSEGV); it is now one error line naming the limit, exit 1.
+TEST(CliChatTemplate, DeeplyNestedConversationIsOneErrorLine) {
+  const auto file = fs::temp_directory_path() / ("opchain-deep-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"messages": [{"role": "user", "content": )" << std::string(100000, '[')
+                      << std::string(100000, ']') << "}]}";
+  const auto r = test::run_opchain("chat-template --model " + test::data_dir() + "/tokenizer/qwen3 --conversation " +
+                                   file.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("opchain: error: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nest deeper than 128 levels"), std::string::npos) << r.err;
+  fs::remove(file);
+}
+
 }  // namespace
 }  // namespace opchain

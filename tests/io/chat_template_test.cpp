@@ -275,5 +275,17 @@ TEST(ChatTemplateRender, PlainJsonOverloadSortsKeys) {
             R"({"function": {"name": "f"}, "type": "function"})");
 }
 
+// Building the context copied the conversation, and nlohmann's copy recurses once per level: a deep
+// value (the CLI reads it from a file) overflowed the stack before the template ran.
+TEST(ChatTemplateRender, DeeplyNestedConversationIsRefusedBeforeCopying) {
+  const ChatTemplate tmpl = ChatTemplate::from_string("{{ messages|length }}");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const ordered_json messages = ordered_json::parse("[{\"role\": \"user\", \"content\": " + deep + "}]");
+  const std::string msg = expect_throws<InvalidArgumentError>([&] { tmpl.render(messages, nullptr, false, nullptr); });
+  EXPECT_NE(msg.find("messages nest deeper than 128 levels"), std::string::npos) << msg;
+  const ordered_json tools = ordered_json::parse(deep);
+  expect_throws<InvalidArgumentError>([&] { tmpl.render(ordered_json::array(), tools, false, nullptr); });
+}
+
 }  // namespace
 }  // namespace opchain

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "io/hf_config.h"
 #include "test_paths.h"
@@ -71,6 +73,54 @@ TEST(HfConfig, BadFieldsNameTheField) {
             std::string::npos);
   EXPECT_NE(err("[1,2").find("not valid JSON"), std::string::npos);
   EXPECT_THROW(load_model_config("/nonexistent/dir"), FormatError);
+}
+
+// head_dim sized the rotary table (and the KV cache) before any weight was looked at.
+TEST(HfConfig, SizesBeyondTheLimitsAreRefused) {
+  nlohmann::json j = nlohmann::json::parse(kMoe);
+  j["head_dim"] = int64_t{1} << 20;
+  try {
+    parse_model_config(j.dump(), "big/config.json");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("big/config.json: field 'head_dim' is 1048576, over opchain's limit of 4096"),
+              std::string::npos)
+        << e.what();
+  }
+  // Past 32 bits a size is refused before any arithmetic on it (head_dim x partial_rotary_factor).
+  j["head_dim"] = int64_t{1} << 60;
+  try {
+    parse_model_config(j.dump(), "big/config.json");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the 32-bit range"), std::string::npos) << e.what();
+  }
+  j = nlohmann::json::parse(kMoe);
+  j["max_position_embeddings"] = -5;
+  EXPECT_THROW(parse_model_config(j.dump(), "config.json"), FormatError);
+  j = nlohmann::json::parse(kMoe);
+  j["rope_theta"] = 1e300;
+  EXPECT_THROW(parse_model_config(j.dump(), "config.json"), FormatError);
+}
+
+// The error message dumped the wrong-typed field, and dump() recursed once per level.
+TEST(HfConfig, DeeplyNestedFieldIsRefused) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string text = std::string(kMoe).substr(0, std::string(kMoe).size() - 1) + R"(,"head_dim":)" + deep + "}";
+  try {
+    parse_model_config(text, "deep/config.json");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("deep/config.json nests deeper than 128 levels"), std::string::npos) << e.what();
+  }
+  nlohmann::json j = nlohmann::json::parse(kMoe);
+  j["head_dim"] = std::string(10000, 'x');
+  try {
+    parse_model_config(j.dump(), "config.json");
+    FAIL();
+  } catch (const FormatError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << "the field is shown cut short";
+  }
 }
 
 }  // namespace

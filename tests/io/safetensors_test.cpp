@@ -85,6 +85,38 @@ TEST_F(SafetensorsMalformed, OverlappingTensors) {
   EXPECT_NE(error_of(path).find("overlap"), std::string::npos) << error_of(path);
 }
 
+// 2^40 x 2^40 x 2^40 wrapped to 0 in 64 bits, so the size check asked for 0 bytes, the empty range
+// passed, and a kernel given the shape read far outside the mapping (SIGSEGV in the embedding).
+TEST_F(SafetensorsMalformed, ShapeProductCannotWrap) {
+  const std::string err = error_of(
+      write(R"({"e":{"dtype":"F32","shape":[1099511627776,1099511627776,16777216],"data_offsets":[0,0]}})", 0));
+  EXPECT_NE(err.find("'e'"), std::string::npos) << err;
+  EXPECT_NE(err.find("over the limit of 17592186044416 elements"), std::string::npos) << err;
+  // A zero dim does not hide an absurd product either.
+  EXPECT_NE(error_of(write(R"({"e":{"dtype":"F32","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}})", 0))
+                .find("over the limit"),
+            std::string::npos);
+  // Within the limit an empty tensor is fine.
+  EXPECT_EQ(error_of(write(R"({"e":{"dtype":"F32","shape":[0,4096],"data_offsets":[0,0]}})", 0)), "");
+}
+
+// Sorted by offset, an empty tensor between two overlapping ones was the only neighbour compared.
+TEST_F(SafetensorsMalformed, EmptyTensorDoesNotHideAnOverlap) {
+  const auto path = write(R"({"a":{"dtype":"F32","shape":[25],"data_offsets":[0,100]},)"
+                          R"("b":{"dtype":"F32","shape":[0],"data_offsets":[50,50]},)"
+                          R"("c":{"dtype":"F32","shape":[15],"data_offsets":[60,120]}})",
+                          120);
+  const std::string err = error_of(path);
+  EXPECT_NE(err.find("'a' and 'c' overlap"), std::string::npos) << err;
+}
+
+// dump() of a deeply nested field in the error message recursed once per level.
+TEST_F(SafetensorsMalformed, DeeplyNestedHeaderIsRefusedBeforeParsing) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string err = error_of(write(R"({"a":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,4]}})", 4));
+  EXPECT_NE(err.find("nests deeper than 128 levels"), std::string::npos) << err;
+}
+
 TEST_F(SafetensorsMalformed, UnknownDtypeAndBadShape) {
   EXPECT_NE(error_of(write(R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,1]}})", 1)).find("unsupported dtype"),
             std::string::npos);

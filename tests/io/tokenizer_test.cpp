@@ -671,6 +671,38 @@ TEST(TokenizerErrors, BadMerges) {
   EXPECT_NE(format_error(j).find("'model.merges[0]'"), std::string::npos) << format_error(j);
 }
 
+// One id of 2^26 in a tiny file sized the id table at 4.8 GB; the limit is now 2^21 ids.
+TEST(TokenizerErrors, HugeTokenIdIsRefusedBeforeSizingTables) {
+  json j = tiny_json();
+  j["model"]["vocab"]["huge"] = 1 << 26;
+  std::string msg = format_error(j);
+  EXPECT_NE(msg.find("token id 67108864 is out of range"), std::string::npos) << msg;
+  j = tiny_json();
+  j["added_tokens"] = json::array({{{"id", 1 << 22}, {"content", "<big>"}, {"special", true}}});
+  msg = format_error(j);
+  EXPECT_NE(msg.find("added_tokens[0].id"), std::string::npos) << msg;
+}
+
+// ICU matching had no time limit: (a+)+$ backtracks exponentially on a run of 'a's followed by 'b'.
+TEST(TokenizerErrors, CatastrophicRegexFailsInsteadOfHanging) {
+  json j = tiny_json();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a+)+$";
+  const Tokenizer t = Tokenizer::from_json_text(j.dump(), "slow/tokenizer.json");
+  try {
+    (void)t.encode(std::string(40, 'a') + "b");
+    FAIL() << "expected the regex limit";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("slow/tokenizer.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ran past its limit"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(t.encode("aaa").empty());
+}
+
+TEST(TokenizerErrors, DeeplyNestedJsonIsRefused) {
+  const std::string msg = format_error("{\"x\":" + std::string(100000, '[') + std::string(100000, ']') + "}");
+  EXPECT_NE(msg.find("nests deeper than 128 levels"), std::string::npos) << msg;
+}
+
 TEST(TokenizerErrors, MissingFile) {
   const std::string path = data_path("tokenizer/does_not_exist/tokenizer.json");
   try {

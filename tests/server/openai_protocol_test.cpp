@@ -4,6 +4,9 @@
 
 #include "server/openai_protocol.h"
 
+#include "core/error.h"
+#include "io/chat_template.h"
+
 namespace opchain::server {
 namespace {
 
@@ -384,6 +387,24 @@ TEST(OpenAIProtocol, ResponsesCarryToolCallsReasoningAndLogprobs) {
   EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
   last = stream_chunk(meta, 0, ChunkDelta{}, false, FinishReason::Length, true, false);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+
+// Request fields reach the chat template; its join/sum/unique/select filters and str.join iterated a
+// list made on the spot from a string and freed before reading it (a heap use-after-free a client
+// could trigger with any message, caught by the ASan build of this test).
+TEST(OpenAIProtocol, RequestFieldsThroughTemplateFiltersAreSafe) {
+  const auto r = chat(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]})");
+  const ChatTemplate t = ChatTemplate::from_string(
+      "{% for m in messages %}{{ m.content|join('-') }} {{ '+'.join(m.content) }} {{ m.content|unique|join }} "
+      "{{ m.content|reject('equalto', 'h')|join }} {{ m.role|select('equalto', 'u')|list|length }}{% endfor %}");
+  EXPECT_EQ(t.render(r.messages, r.tools, true, r.chat_template_kwargs), "h-i h+i hi i 1");
+}
+
+// A template error from request data is an InvalidArgumentError (the server's 400), never another
+// exception type (a 500): here a printf width past the limit, which went to std::stoi before.
+TEST(OpenAIProtocol, TemplateFailuresFromRequestDataAreInvalidArgument) {
+  const auto r = chat(R"({"messages": [{"role": "user", "content": "%99999999999d"}]})");
+  const ChatTemplate t = ChatTemplate::from_string("{{ messages[0].content % 1 }}");
+  EXPECT_THROW(t.render(r.messages, r.tools, true, r.chat_template_kwargs), InvalidArgumentError);
 }
 
 }  // namespace
