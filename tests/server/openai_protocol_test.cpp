@@ -387,6 +387,7 @@ TEST(OpenAIProtocol, ResponsesCarryToolCallsReasoningAndLogprobs) {
   EXPECT_EQ(last["choices"][0]["finish_reason"], "tool_calls");
   last = stream_chunk(meta, 0, ChunkDelta{}, false, FinishReason::Length, true, false);
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+}
 
 // Request fields reach the chat template; its join/sum/unique/select filters and str.join iterated a
 // list made on the spot from a string and freed before reading it (a heap use-after-free a client
