@@ -5,12 +5,6 @@
 
 namespace opchain {
 
-// Fills the trace strings for an op's arguments (backends/describe_args.cpp).
-#define OPCHAIN_X(name, key, args, dispatch, schema, tol) \
-  void describe_args(const args& a, std::string& metadata, std::string& tensors);
-OPCHAIN_OP_TABLE(OPCHAIN_X)
-#undef OPCHAIN_X
-
 template <OpType Op>
 class KernelImpl : public OpImplBase {
  public:
@@ -20,7 +14,7 @@ class KernelImpl : public OpImplBase {
     site_ = TraceSite{p.module_path, p.nn_module, impl_name};
   }
   void operator()(const Args& a) const {
-    launch(kernel_, a, &site_, [&](std::string& m, std::string& t) { describe_args(a, m, t); });
+    launch(kernel_, a, &site_);  // traced from the op's field list (Note [Op fields])
   }
   const Kernel<Op>& kernel() const { return kernel_; }
 

@@ -1,11 +1,13 @@
 // The five layers hold only if nothing skips one: models include no backends/ops/vendors headers,
-// nn includes no vendor headers, ops contain no vendor headers either.
+// nn includes no vendor headers, ops contain no vendor headers either. And every op of the table has
+// its files in each layer that must have one.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
+#include "ops/op_table.h"
 #include "test_paths.h"
 
 namespace opchain {
@@ -66,11 +68,22 @@ TEST(Layering, TheCheckSeesAViolation) {
   EXPECT_TRUE(std::regex_search(m[1].str(), std::regex("^(backends|ops|vendors)/")));
 }
 
+// docs/adding-an-op.md: an op touches its table row, its Args header, its kernels (a reference one
+// at least) and the harness cases (tests/vendors/kernel_harness_test.cpp fails on an op without any).
+TEST(Layering, EveryOpOfTheTableHasItsFiles) {
+  for (const auto& info : kOpTable) {
+    const std::string key(info.key);
+    EXPECT_TRUE(fs::exists(test::source_dir() + "/src/ops/" + key + ".h")) << key << ": no Args header src/ops/" << key << ".h";
+    EXPECT_TRUE(fs::exists(test::source_dir() + "/src/vendors/reference/" + key + ".cpp"))
+        << key << ": no reference kernel src/vendors/reference/" << key << ".cpp";
+  }
+}
+
 TEST(Layering, EveryOpHasAReferenceKernelFile) {
   for (const auto& entry : fs::directory_iterator(test::source_dir() + "/src/ops")) {
     const std::string name = entry.path().stem().string();
     if (entry.path().extension() != ".h" || name == "registry" || name == "op_table" || name == "step_metadata" || name == "matmul_precision" ||
-        name == "expert_weights")
+        name == "expert_weights" || name == "field" || name == "op_fields")
       continue;
     EXPECT_TRUE(fs::exists(test::source_dir() + "/src/vendors/reference/" + name + ".cpp")) << name;
   }
