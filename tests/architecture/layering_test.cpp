@@ -1,6 +1,7 @@
 // The five layers hold only if nothing skips one: models include no backends/ops/vendors headers,
-// nn includes no vendor headers, ops contain no vendor headers either. And every op of the table has
-// its files in each layer that must have one.
+// nn includes no vendor headers and names no concrete impl (it asks the backend, Note [Impl
+// builders]), ops contain no vendor headers either. And every op of the table has its files in each
+// layer that must have one.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -33,6 +34,22 @@ std::vector<std::string> violations(const std::string& folder, const std::regex&
   return out;
 }
 
+// Lines of the files under src/<folder> that match `pattern` anywhere.
+std::vector<std::string> mentions(const std::string& folder, const std::regex& pattern) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(test::source_dir() + "/src/" + folder)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    int no = 0;
+    while (std::getline(in, line)) {
+      ++no;
+      if (std::regex_search(line, pattern)) out.push_back(entry.path().string() + ":" + std::to_string(no) + ": " + line);
+    }
+  }
+  return out;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "\n";
@@ -46,6 +63,19 @@ TEST(Layering, ModelsIncludeNoBackendsOpsOrVendors) {
 
 TEST(Layering, NnIncludesNoVendors) {
   const auto bad = violations("nn", std::regex("^vendors/"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+// nn reaches layer 3 through the impl interfaces and the backend only, never a concrete impl's header.
+TEST(Layering, NnIncludesOnlyTheBackendInterfaces) {
+  const auto bad = violations("nn", std::regex("^backends/(?!(op_impl|ops_backend|step_context)\\.h$)"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+// Note [Impl builders]: an nn module asks the backend for OpImpl<X>; naming or constructing an impl
+// class itself would bypass a vendor's impl.
+TEST(Layering, NnNamesNoConcreteImpl) {
+  const auto bad = mentions("nn", std::regex("KernelImpl<|build_kernel_impl|Default\\w*Impl|make_unique<\\w*Impl>"));
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
