@@ -4,7 +4,6 @@
 
 #include "backends/ops_backend.h"
 #include "core/error.h"
-#include "vendors/builtin_vendors.h"
 
 namespace opchain {
 
@@ -103,7 +102,10 @@ const OpsBackend& select_backend(const DeviceContext& dev) {
   static std::map<std::tuple<std::string, const Registry*, const ImplBuilderTable*, int64_t, int64_t, int64_t, int64_t>,
                   std::unique_ptr<OpsBackend>>
       backends;
-  const Registry& reg = dev.registry ? *dev.registry : builtin_registry();
+  if (!dev.registry)
+    throw InvalidArgumentError("device context for vendor '" + dev.vendor +
+                               "' has no kernel registry (the engine passes builtin_registry())");
+  const Registry& reg = *dev.registry;
   if (!reg.has_vendor(dev.vendor)) {
     std::string known;
     for (const auto& v : reg.vendors()) known += (known.empty() ? "" : ", ") + v;

@@ -21,7 +21,9 @@ namespace opchain {
 class ImplBuilderTable;
 struct DeviceContext {
   std::string vendor = "cpu";
-  const Registry* registry = nullptr;  // defaults to builtin_registry()
+  // Required: the kernels. The engine passes the built-in vendors' (builtin_registry() in
+  // vendors/builtin_vendors.h); layer 3 does not know which vendors were built.
+  const Registry* registry = nullptr;
   // Optional: impls a vendor supplies for some OpTypes, over the default ones (Note [Impl builders]).
   // Must outlive every backend selected with it.
   const ImplBuilderTable* impls = nullptr;
@@ -88,7 +90,7 @@ class OpsBackend {
 };
 
 // The backend for a device context (one per vendor, registry and impl table; shared). Throws if the
-// vendor registered nothing.
+// context has no registry or the vendor registered nothing.
 const OpsBackend& select_backend(const DeviceContext& dev);
 
 }  // namespace opchain

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "backends/op_impl.h"
-#include "io/hf_config.h"
+#include "core/rope_scaling.h"
 #include "nn/module.h"
 
 namespace opchain::nn {

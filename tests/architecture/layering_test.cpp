@@ -1,7 +1,7 @@
 // The five layers hold only if nothing skips one: models include no backends/ops/vendors headers,
-// nn includes no vendor headers and names no concrete impl (it asks the backend, Note [Impl
-// builders]), ops contain no vendor headers either. And every op of the table has its files in each
-// layer that must have one.
+// nn includes no vendor or io headers and names no concrete impl (it asks the backend, Note [Impl
+// builders]), backends include no vendor headers (the engine hands them a registry), ops contain no
+// vendor headers either. And every op of the table has its files in each layer that must have one.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -61,14 +61,15 @@ TEST(Layering, ModelsIncludeNoBackendsOpsOrVendors) {
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
-TEST(Layering, NnIncludesNoVendors) {
-  const auto bad = violations("nn", std::regex("^vendors/"));
+TEST(Layering, NnIncludesNoVendorsIoOrModels) {
+  const auto bad = violations("nn", std::regex("^(vendors|io|models|engine)/"));
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
 // nn reaches layer 3 through the impl interfaces and the backend only, never a concrete impl's header.
+const std::regex kNnForbiddenBackends("^backends/(?!(op_impl|ops_backend|step_context)\\.h$)");
 TEST(Layering, NnIncludesOnlyTheBackendInterfaces) {
-  const auto bad = violations("nn", std::regex("^backends/(?!(op_impl|ops_backend|step_context)\\.h$)"));
+  const auto bad = violations("nn", kNnForbiddenBackends);
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
@@ -76,6 +77,11 @@ TEST(Layering, NnIncludesOnlyTheBackendInterfaces) {
 // class itself would bypass a vendor's impl.
 TEST(Layering, NnNamesNoConcreteImpl) {
   const auto bad = mentions("nn", std::regex("KernelImpl<|build_kernel_impl|Default\\w*Impl|make_unique<\\w*Impl>"));
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, BackendsIncludeNoVendorsNnOrModels) {
+  const auto bad = violations("backends", std::regex("^(vendors|nn|models|engine|io)/"));
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
@@ -96,6 +102,10 @@ TEST(Layering, TheCheckSeesAViolation) {
   const std::string line = "#include \"vendors/cpu/cpu_kernels.h\"";
   ASSERT_TRUE(std::regex_search(line, m, include));
   EXPECT_TRUE(std::regex_search(m[1].str(), std::regex("^(backends|ops|vendors)/")));
+  // The allow-list of nn's backend headers: an impl's header is caught, the interfaces are not.
+  EXPECT_TRUE(std::regex_search(std::string("backends/attention.h"), kNnForbiddenBackends));
+  EXPECT_FALSE(std::regex_search(std::string("backends/op_impl.h"), kNnForbiddenBackends));
+  EXPECT_FALSE(std::regex_search(std::string("backends/step_context.h"), kNnForbiddenBackends));
 }
 
 // docs/adding-an-op.md: an op touches its table row, its Args header, its kernels (a reference one

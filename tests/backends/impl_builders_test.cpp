@@ -80,5 +80,10 @@ TEST(ImplBuilders, ABuilderOfTheWrongInterfaceFailsAtBuildNamingTheOp) {
   }
 }
 
+TEST(ImplBuilders, ADeviceContextWithoutARegistryIsAnError) {
+  DeviceContext dev;
+  EXPECT_THROW(select_backend(dev), InvalidArgumentError);
+}
+
 }  // namespace
 }  // namespace opchain
