@@ -2,7 +2,7 @@
 
 namespace opchain {
 
-AttentionImpl::AttentionImpl(const OpsBackend& backend, const ImplBuildParams& p) {
+DefaultAttentionImpl::DefaultAttentionImpl(const OpsBackend& backend, const ImplBuildParams& p) {
   site_ = TraceSite{p.module_path, p.nn_module, "DefaultAttentionImpl"};
   fill_ = std::make_unique<KernelImpl<OpType::FillKvCache>>(backend, p, "DefaultAttentionImpl.fill_kv_cache");
   prefill_ = std::make_unique<KernelImpl<OpType::PrefillAttention>>(backend, p, "DefaultAttentionImpl.prefill");
@@ -10,7 +10,7 @@ AttentionImpl::AttentionImpl(const OpsBackend& backend, const ImplBuildParams& p
   decode_ = std::make_unique<KernelImpl<OpType::PagedDecodeAttention>>(backend, p, "DefaultAttentionImpl.decode");
 }
 
-void AttentionImpl::forward(const StepContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
+void DefaultAttentionImpl::forward(const StepContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, float scale) const {
   (*fill_)(FillKvCacheArgs{k, v, k_cache, v_cache, &ctx.attn});
   if (ctx.attn.is_decoding) {

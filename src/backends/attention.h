@@ -1,17 +1,16 @@
 #pragma once
-// The attention impl: one nn Attention call is up to two registry ops per step — fill_kv_cache, then
-// the attention kernel the step metadata asks for (decode, prefill over the cache, or plain prefill
-// when no sequence has cached context).
+// The default attention impl: one nn Attention call is up to two registry ops per step —
+// fill_kv_cache, then the attention kernel the step metadata asks for (decode, prefill over the
+// cache, or plain prefill when no sequence has cached context).
 #include "backends/op_impl.h"
 
 namespace opchain {
 
-class AttentionImpl : public OpImplBase {
+class DefaultAttentionImpl final : public AttentionImpl {
  public:
-  AttentionImpl(const OpsBackend& backend, const ImplBuildParams& p);
-  // q [n, hq, d], k/v [n, hk, d]; caches [blocks, block_size, hk, d]; out [n, hq, d].
+  DefaultAttentionImpl(const OpsBackend& backend, const ImplBuildParams& p);
   void forward(const StepContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
-               const Tensor& v_cache, const Tensor& out, float scale) const;
+               const Tensor& v_cache, const Tensor& out, float scale) const override;
 
  private:
   std::unique_ptr<KernelImpl<OpType::FillKvCache>> fill_;

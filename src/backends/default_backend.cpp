@@ -4,7 +4,6 @@
 
 #include "backends/ops_backend.h"
 #include "core/error.h"
-#include "vendors/builtin_vendors.h"
 
 namespace opchain {
 
@@ -13,12 +12,18 @@ namespace {
 // The backend every in-tree vendor uses: host-memory metadata, Local MoE unless ep > 1.
 class DefaultOpsBackend final : public OpsBackend {
  public:
-  DefaultOpsBackend(std::string vendor, const Registry& reg, MoeParallelSizes parallel, int64_t ep_rank)
-      : vendor_(std::move(vendor)), registry_(reg), parallel_(parallel), ep_rank_(ep_rank) {}
+  DefaultOpsBackend(std::string vendor, const Registry& reg, const ImplBuilderTable* impls, MoeParallelSizes parallel,
+                    int64_t ep_rank)
+      : vendor_(std::move(vendor)), registry_(reg), impls_(impls), parallel_(parallel), ep_rank_(ep_rank) {}
 
   std::string name() const override { return "DefaultOpsBackend(" + vendor_ + ")"; }
   const std::string& vendor() const override { return vendor_; }
   const Registry& registry() const override { return registry_; }
+  // The vendor's impl where it supplies one, else the default.
+  const ImplBuilder& impl_builder(OpType op) const override {
+    if (impls_ && impls_->get(op)) return impls_->get(op);
+    return OpsBackend::impl_builder(op);
+  }
 
   void update_step_context(StepContext& ctx) const override {
     const int64_t batch = ctx.batch_size(), n = ctx.num_tokens();
@@ -85,6 +90,7 @@ class DefaultOpsBackend final : public OpsBackend {
  private:
   std::string vendor_;
   const Registry& registry_;
+  const ImplBuilderTable* impls_;
   MoeParallelSizes parallel_;
   int64_t ep_rank_;
 };
@@ -93,17 +99,22 @@ class DefaultOpsBackend final : public OpsBackend {
 
 const OpsBackend& select_backend(const DeviceContext& dev) {
   static std::mutex mu;
-  static std::map<std::tuple<std::string, const Registry*, int64_t, int64_t, int64_t, int64_t>, std::unique_ptr<OpsBackend>> backends;
-  const Registry& reg = dev.registry ? *dev.registry : builtin_registry();
+  static std::map<std::tuple<std::string, const Registry*, const ImplBuilderTable*, int64_t, int64_t, int64_t, int64_t>,
+                  std::unique_ptr<OpsBackend>>
+      backends;
+  if (!dev.registry)
+    throw InvalidArgumentError("device context for vendor '" + dev.vendor +
+                               "' has no kernel registry (the engine passes builtin_registry())");
+  const Registry& reg = *dev.registry;
   if (!reg.has_vendor(dev.vendor)) {
     std::string known;
     for (const auto& v : reg.vendors()) known += (known.empty() ? "" : ", ") + v;
     throw UnsupportedOpError("unknown vendor '" + dev.vendor + "'; registered vendors: " + known);
   }
   std::lock_guard lock(mu);
-  auto key = std::make_tuple(dev.vendor, &reg, dev.parallel.ep_size, dev.parallel.tp_size, dev.parallel.dp_size, dev.ep_rank);
+  auto key = std::make_tuple(dev.vendor, &reg, dev.impls, dev.parallel.ep_size, dev.parallel.tp_size, dev.parallel.dp_size, dev.ep_rank);
   auto& slot = backends[key];
-  if (!slot) slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.parallel, dev.ep_rank);
+  if (!slot) slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.impls, dev.parallel, dev.ep_rank);
   return *slot;
 }
 

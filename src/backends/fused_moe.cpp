@@ -2,12 +2,12 @@
 
 namespace opchain {
 
-FusedMoeImpl::FusedMoeImpl(const OpsBackend& backend, const ImplBuildParams& p)
+DefaultFusedMoeImpl::DefaultFusedMoeImpl(const OpsBackend& backend, const ImplBuildParams& p)
     : kernel_(std::make_unique<KernelImpl<OpType::FusedMoe>>(backend, p, "DefaultFusedMoeImpl")) {
   site_ = kernel_->site();
 }
 
-void FusedMoeImpl::forward(const StepContext& ctx, const FusedMoeArgs& args) const {
+void DefaultFusedMoeImpl::forward(const StepContext& ctx, const FusedMoeArgs& args) const {
   if (ctx.moe.comm_type != MoeCommType::Local)
     throw UnsupportedOpError(std::string("fused_moe at ") + site_.module_path + ": MoE comm type '" +
                              moe_comm_type_name(ctx.moe.comm_type) + "' needs the distributed runtime, not in this build");

@@ -1,15 +1,15 @@
 #pragma once
-// The experts impl: checks the step's MoE comm type and launches fused_moe. Only Local runs in this
-// build; AllGather/AllToAll need the distributed runtime and fail loudly instead of computing a
-// wrong partial sum.
+// The default experts impl: checks the step's MoE comm type and launches fused_moe. Only Local runs
+// in this build; AllGather/AllToAll need the distributed runtime and fail loudly instead of computing
+// a wrong partial sum.
 #include "backends/op_impl.h"
 
 namespace opchain {
 
-class FusedMoeImpl : public OpImplBase {
+class DefaultFusedMoeImpl final : public FusedMoeImpl {
  public:
-  FusedMoeImpl(const OpsBackend& backend, const ImplBuildParams& p);
-  void forward(const StepContext& ctx, const FusedMoeArgs& args) const;
+  DefaultFusedMoeImpl(const OpsBackend& backend, const ImplBuildParams& p);
+  void forward(const StepContext& ctx, const FusedMoeArgs& args) const override;
 
  private:
   std::unique_ptr<KernelImpl<OpType::FusedMoe>> kernel_;

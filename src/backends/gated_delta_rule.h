@@ -1,5 +1,5 @@
 #pragma once
-// The delta-rule impl: one nn GatedDeltaRule call is one gated_delta_rule launch, in the form the
+// The default delta-rule impl: one nn GatedDeltaRule call is one gated_delta_rule launch, in the form the
 // step's token counts ask for.
 //
 // Note [Delta rule forms]
@@ -19,11 +19,11 @@ namespace opchain {
 
 DeltaRuleForm select_delta_rule_form(const AttnMetadata& meta);
 
-class GatedDeltaRuleImpl : public OpImplBase {
+class DefaultGatedDeltaRuleImpl final : public GatedDeltaRuleImpl {
  public:
-  GatedDeltaRuleImpl(const OpsBackend& backend, const ImplBuildParams& p);
-  // args.form is set here; args.meta must be &ctx.attn.
-  void forward(const StepContext& ctx, GatedDeltaRuleArgs args) const;
+  DefaultGatedDeltaRuleImpl(const OpsBackend& backend, const ImplBuildParams& p);
+  // Sets args.form (select_delta_rule_form) and args.meta = &ctx.attn.
+  void forward(const StepContext& ctx, GatedDeltaRuleArgs args) const override;
 
  private:
   std::unique_ptr<KernelImpl<OpType::GatedDeltaRule>> kernel_;

@@ -1,7 +1,10 @@
 #pragma once
 // Layer 3: a backend maps each OpType to a builder that makes the impl an nn module calls, and fills
 // the per-step metadata (update_step_context). nn modules call select_backend(device_ctx) once at
-// build; nothing here is looked up per step.
+// build and ask it for their impls (Note [Impl builders] in backends/op_impl.h); nothing here is
+// looked up per step.
+#include <array>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -15,9 +18,15 @@
 namespace opchain {
 
 // What the model is being built for: the vendor whose kernels run, and the parallel layout.
+class ImplBuilderTable;
 struct DeviceContext {
   std::string vendor = "cpu";
-  const Registry* registry = nullptr;  // defaults to builtin_registry()
+  // Required: the kernels. The engine passes the built-in vendors' (builtin_registry() in
+  // vendors/builtin_vendors.h); layer 3 does not know which vendors were built.
+  const Registry* registry = nullptr;
+  // Optional: impls a vendor supplies for some OpTypes, over the default ones (Note [Impl builders]).
+  // Must outlive every backend selected with it.
+  const ImplBuilderTable* impls = nullptr;
   MoeParallelSizes parallel;
   int64_t ep_rank = 0;
   // What linear, grouped_matmul and fused_moe compute in (Note [Matmul precision]); every matmul
@@ -42,6 +51,26 @@ struct ImplBuildParams {
   std::string nn_module;
 };
 
+class OpsBackend;
+// Makes the impl of one OpType for one nn module; it returns an OpImpl<Op> (backends/op_impl.h),
+// which build_impl checks.
+using ImplBuilder = std::function<std::unique_ptr<OpImplBase>(const OpsBackend&, const ImplBuildParams&)>;
+
+// OpType -> builder. An unset entry falls back to the default impl (default_impl_builders()).
+class ImplBuilderTable {
+ public:
+  void set(OpType op, ImplBuilder builder) { builders_[static_cast<size_t>(op)] = std::move(builder); }
+  // Empty when unset.
+  const ImplBuilder& get(OpType op) const { return builders_[static_cast<size_t>(op)]; }
+
+ private:
+  std::array<ImplBuilder, kNumOps> builders_;
+};
+
+// The in-tree impls: KernelImpl<Op> for every single-kernel op, DefaultAttentionImpl,
+// DefaultFusedMoeImpl and DefaultGatedDeltaRuleImpl for the ops that decide per step.
+const ImplBuilderTable& default_impl_builders();
+
 class OpsBackend {
  public:
   virtual ~OpsBackend() = default;
@@ -56,9 +85,12 @@ class OpsBackend {
   // HostGraphRunner, right for vendors whose kernels run on the host; a CUDA vendor returns one
   // built on CUDA graphs.
   virtual std::unique_ptr<GraphRunner> make_graph_runner() const;
+  // Optional: the builder of the impl for `op`. Default: default_impl_builders().get(op).
+  virtual const ImplBuilder& impl_builder(OpType op) const;
 };
 
-// The backend for a device context (one per vendor, shared). Throws if the vendor registered nothing.
+// The backend for a device context (one per vendor, registry and impl table; shared). Throws if the
+// context has no registry or the vendor registered nothing.
 const OpsBackend& select_backend(const DeviceContext& dev);
 
 }  // namespace opchain

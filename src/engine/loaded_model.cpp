@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "vendors/builtin_vendors.h"
+
 namespace opchain {
 
 std::optional<PrecisionChoice> parse_precision_choice(std::string_view s) {
@@ -31,6 +33,7 @@ LoadedModel load_model(const std::string& dir, const std::string& vendor, const 
   m.config = load_model_config(dir);
   m.weights = std::make_unique<WeightStore>(dir);
   m.device.vendor = vendor;
+  m.device.registry = &builtin_registry();  // the vendors compiled into this build
   m.device.matmul_precision = resolve_precision(precision, m.weights->dominant_dtype(), m.weights->quant_config().quantized());
   m.model = build_model(m.config, *m.weights, m.device, progress);
   m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -7,7 +7,7 @@ Attention::Attention(const ModuleContext& mc, int64_t num_heads, int64_t num_kv_
       kv_heads_(num_kv_heads),
       head_dim_(head_dim),
       scale_(scale),
-      impl_(std::make_unique<AttentionImpl>(mc.backend(), impl_params(mc, "Attention", DType::F32))) {}
+      impl_(build_impl<OpType::PagedDecodeAttention>(mc, "Attention", DType::F32)) {}
 
 Tensor Attention::forward(StepContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                           const Tensor& v_cache) const {

@@ -1,5 +1,5 @@
 #pragma once
-#include "backends/attention.h"
+#include "backends/op_impl.h"
 #include "nn/module.h"
 
 namespace opchain::nn {
@@ -15,7 +15,7 @@ class Attention {
  private:
   int64_t heads_, kv_heads_, head_dim_;
   float scale_;
-  std::unique_ptr<AttentionImpl> impl_;
+  std::unique_ptr<OpImpl<OpType::PagedDecodeAttention>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -14,7 +14,7 @@ class CausalConv1d {
 
  private:
   Tensor weight_;
-  std::unique_ptr<KernelImpl<OpType::CausalConv1d>> impl_;
+  std::unique_ptr<OpImpl<OpType::CausalConv1d>> impl_;
 };
 
 }  // namespace opchain::nn

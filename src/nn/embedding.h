@@ -13,7 +13,7 @@ class Embedding {
 
  private:
   Tensor weight_;
-  std::unique_ptr<KernelImpl<OpType::Embedding>> impl_;
+  std::unique_ptr<OpImpl<OpType::Embedding>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,7 +5,7 @@ namespace opchain::nn {
 FusedMoE::FusedMoE(const ModuleContext& mc, ExpertWeights experts)
     : experts_(std::move(experts)),
       precision_(mc.matmul_precision()),
-      impl_(std::make_unique<FusedMoeImpl>(mc.backend(), impl_params(mc, "FusedMoE", experts_.dtype()))) {}
+      impl_(build_impl<OpType::FusedMoe>(mc, "FusedMoE", experts_.dtype())) {}
 
 Tensor FusedMoE::forward(StepContext& ctx, const Tensor& x, const Tensor& topk_weights, const Tensor& topk_ids) const {
   Tensor out = ctx.workspace->alloc(DType::F32, x.shape());

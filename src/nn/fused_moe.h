@@ -1,5 +1,5 @@
 #pragma once
-#include "backends/fused_moe.h"
+#include "backends/op_impl.h"
 #include "nn/module.h"
 
 namespace opchain::nn {
@@ -13,7 +13,7 @@ class FusedMoE {
  private:
   ExpertWeights experts_;
   MatmulPrecision precision_;
-  std::unique_ptr<FusedMoeImpl> impl_;
+  std::unique_ptr<OpImpl<OpType::FusedMoe>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,7 +5,7 @@ namespace opchain::nn {
 GatedDeltaRule::GatedDeltaRule(const ModuleContext& mc, int64_t num_k_heads, float scale)
     : num_k_heads_(num_k_heads),
       scale_(scale),
-      impl_(std::make_unique<GatedDeltaRuleImpl>(mc.backend(), impl_params(mc, "GatedDeltaRule", DType::F32))) {}
+      impl_(build_impl<OpType::GatedDeltaRule>(mc, "GatedDeltaRule", DType::F32)) {}
 
 Tensor GatedDeltaRule::forward(StepContext& ctx, const Tensor& qkv, const Tensor& g, const Tensor& beta,
                                const Tensor& state) const {

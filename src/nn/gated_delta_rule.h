@@ -1,5 +1,5 @@
 #pragma once
-#include "backends/gated_delta_rule.h"
+#include "backends/op_impl.h"
 #include "nn/module.h"
 
 namespace opchain::nn {
@@ -16,7 +16,7 @@ class GatedDeltaRule {
  private:
   int64_t num_k_heads_;
   float scale_;
-  std::unique_ptr<GatedDeltaRuleImpl> impl_;
+  std::unique_ptr<OpImpl<OpType::GatedDeltaRule>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,7 +5,7 @@ namespace opchain::nn {
 GatedRMSNorm::GatedRMSNorm(const ModuleContext& mc, Tensor weight, float eps)
     : weight_(std::move(weight)),
       eps_(eps),
-      impl_(build_kernel_impl<OpType::GatedRmsNorm>(mc.backend(), impl_params(mc, "GatedRMSNorm", weight_.dtype()))) {}
+      impl_(build_impl<OpType::GatedRmsNorm>(mc, "GatedRMSNorm", weight_.dtype())) {}
 
 Tensor GatedRMSNorm::forward(StepContext& ctx, const Tensor& x, const Tensor& z) const {
   const int64_t n = x.size(0), width = x.numel() / n;

@@ -14,7 +14,7 @@ class GatedRMSNorm {
  private:
   Tensor weight_;
   float eps_;
-  std::unique_ptr<KernelImpl<OpType::GatedRmsNorm>> impl_;
+  std::unique_ptr<OpImpl<OpType::GatedRmsNorm>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,7 +5,7 @@ namespace opchain::nn {
 GdnGating::GdnGating(const ModuleContext& mc, Tensor a_log, Tensor dt_bias)
     : a_log_(std::move(a_log)),
       dt_bias_(std::move(dt_bias)),
-      impl_(build_kernel_impl<OpType::GdnGating>(mc.backend(), impl_params(mc, "GdnGating", a_log_.dtype()))) {}
+      impl_(build_impl<OpType::GdnGating>(mc, "GdnGating", a_log_.dtype())) {}
 
 GdnGating::Gates GdnGating::forward(StepContext& ctx, const Tensor& ba) const {
   const int64_t n = ba.size(0), nv = a_log_.numel();

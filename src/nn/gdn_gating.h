@@ -16,7 +16,7 @@ class GdnGating {
 
  private:
   Tensor a_log_, dt_bias_;
-  std::unique_ptr<KernelImpl<OpType::GdnGating>> impl_;
+  std::unique_ptr<OpImpl<OpType::GdnGating>> impl_;
 };
 
 }  // namespace opchain::nn

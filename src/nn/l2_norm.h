@@ -13,7 +13,7 @@ class L2Norm {
  private:
   int64_t heads_, head_dim_;
   float eps_;
-  std::unique_ptr<KernelImpl<OpType::L2Norm>> impl_;
+  std::unique_ptr<OpImpl<OpType::L2Norm>> impl_;
 };
 
 }  // namespace opchain::nn

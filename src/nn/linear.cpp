@@ -6,7 +6,7 @@ Linear::Linear(const ModuleContext& mc, Weight weight, Tensor bias)
     : weight_(std::move(weight)),
       bias_(std::move(bias)),
       precision_(mc.matmul_precision()),
-      impl_(build_kernel_impl<OpType::Linear>(mc.backend(), impl_params(mc, "Linear", weight_.dtype()))) {}
+      impl_(build_impl<OpType::Linear>(mc, "Linear", weight_.dtype())) {}
 
 Tensor Linear::forward(StepContext& ctx, const Tensor& x) const {
   const int64_t rows = x.numel() / x.size(-1);

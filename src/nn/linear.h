@@ -16,7 +16,7 @@ class Linear {
   Weight weight_;
   Tensor bias_;
   MatmulPrecision precision_;
-  std::unique_ptr<KernelImpl<OpType::Linear>> impl_;
+  std::unique_ptr<OpImpl<OpType::Linear>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,7 +5,7 @@ namespace opchain::nn {
 MoeRouter::MoeRouter(const ModuleContext& mc, int64_t top_k, bool renormalize)
     : top_k_(top_k),
       renormalize_(renormalize),
-      impl_(build_kernel_impl<OpType::MoeGatingTopkSoftmax>(mc.backend(), impl_params(mc, "MoeRouter", DType::F32))) {}
+      impl_(build_impl<OpType::MoeGatingTopkSoftmax>(mc, "MoeRouter", DType::F32)) {}
 
 MoeRouter::Routing MoeRouter::forward(StepContext& ctx, const Tensor& router_logits) const {
   const int64_t n = router_logits.size(0);

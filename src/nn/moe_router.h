@@ -18,7 +18,7 @@ class MoeRouter {
  private:
   int64_t top_k_;
   bool renormalize_;
-  std::unique_ptr<KernelImpl<OpType::MoeGatingTopkSoftmax>> impl_;
+  std::unique_ptr<OpImpl<OpType::MoeGatingTopkSoftmax>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -5,8 +5,8 @@ namespace opchain::nn {
 RMSNorm::RMSNorm(const ModuleContext& mc, Tensor weight, float eps)
     : weight_(std::move(weight)),
       eps_(eps),
-      norm_(build_kernel_impl<OpType::RmsNorm>(mc.backend(), impl_params(mc, "RMSNorm", weight_.dtype()))),
-      add_norm_(build_kernel_impl<OpType::AddRmsNorm>(mc.backend(), impl_params(mc, "RMSNorm", weight_.dtype()))) {}
+      norm_(build_impl<OpType::RmsNorm>(mc, "RMSNorm", weight_.dtype())),
+      add_norm_(build_impl<OpType::AddRmsNorm>(mc, "RMSNorm", weight_.dtype())) {}
 
 Tensor RMSNorm::forward(StepContext& ctx, const Tensor& x) const {
   Tensor out = ctx.workspace->alloc(DType::F32, x.shape());

@@ -15,8 +15,8 @@ class RMSNorm {
  private:
   Tensor weight_;
   float eps_;
-  std::unique_ptr<KernelImpl<OpType::RmsNorm>> norm_;
-  std::unique_ptr<KernelImpl<OpType::AddRmsNorm>> add_norm_;
+  std::unique_ptr<OpImpl<OpType::RmsNorm>> norm_;
+  std::unique_ptr<OpImpl<OpType::AddRmsNorm>> add_norm_;
 };
 
 }  // namespace opchain::nn

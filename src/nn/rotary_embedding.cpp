@@ -85,7 +85,7 @@ RotaryEmbedding::RotaryEmbedding(const ModuleContext& mc, int64_t head_dim, doub
   inv_freq_tensor_ = Tensor::empty(DType::F32, {static_cast<int64_t>(inv_freq_.size())});
   std::copy(inv_freq_.begin(), inv_freq_.end(), inv_freq_tensor_.data<float>());
   dynamic_tensor_ = Tensor::empty(DType::F32, {static_cast<int64_t>(inv_freq_.size())});
-  impl_ = build_kernel_impl<OpType::RotaryEmbedding>(mc.backend(), impl_params(mc, "RotaryEmbedding", DType::F32));
+  impl_ = build_impl<OpType::RotaryEmbedding>(mc, "RotaryEmbedding", DType::F32);
 }
 
 // transformers' dynamic NTK: past max_position_embeddings the base grows with the sequence length.
@@ -120,7 +120,7 @@ RotaryEmbedding::CosSin RotaryEmbedding::forward(StepContext& ctx) const {
 }
 
 ApplyRotaryEmb::ApplyRotaryEmb(const ModuleContext& mc)
-    : impl_(build_kernel_impl<OpType::ApplyRotaryPosEmb>(mc.backend(), impl_params(mc, "ApplyRotaryEmb", DType::F32))) {}
+    : impl_(build_impl<OpType::ApplyRotaryPosEmb>(mc, "ApplyRotaryEmb", DType::F32)) {}
 
 void ApplyRotaryEmb::forward(const Tensor& q, const Tensor& k, const RotaryEmbedding::CosSin& cs) const {
   (*impl_)(ApplyRotaryPosEmbArgs{q, k, cs.cos, cs.sin});

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "backends/op_impl.h"
-#include "io/hf_config.h"
+#include "core/rope_scaling.h"
 #include "nn/module.h"
 
 namespace opchain::nn {
@@ -33,7 +33,7 @@ class RotaryEmbedding {
   float attention_scaling_ = 1.0f;
   Tensor inv_freq_tensor_;
   mutable Tensor dynamic_tensor_;
-  std::unique_ptr<KernelImpl<OpType::RotaryEmbedding>> impl_;
+  std::unique_ptr<OpImpl<OpType::RotaryEmbedding>> impl_;
 };
 
 // Applies the rotation to q and k in place.
@@ -43,7 +43,7 @@ class ApplyRotaryEmb {
   void forward(const Tensor& q, const Tensor& k, const RotaryEmbedding::CosSin& cs) const;
 
  private:
-  std::unique_ptr<KernelImpl<OpType::ApplyRotaryPosEmb>> impl_;
+  std::unique_ptr<OpImpl<OpType::ApplyRotaryPosEmb>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -3,7 +3,7 @@
 namespace opchain::nn {
 
 SigmoidGateMul::SigmoidGateMul(const ModuleContext& mc)
-    : impl_(build_kernel_impl<OpType::SigmoidGateMul>(mc.backend(), impl_params(mc, "SigmoidGateMul", DType::F32))) {}
+    : impl_(build_impl<OpType::SigmoidGateMul>(mc, "SigmoidGateMul", DType::F32)) {}
 
 void SigmoidGateMul::forward(const Tensor& gate, const Tensor& x) const { (*impl_)(SigmoidGateMulArgs{gate, x}); }
 

@@ -11,7 +11,7 @@ class SigmoidGateMul {
   void forward(const Tensor& gate, const Tensor& x) const;
 
  private:
-  std::unique_ptr<KernelImpl<OpType::SigmoidGateMul>> impl_;
+  std::unique_ptr<OpImpl<OpType::SigmoidGateMul>> impl_;
 };
 
 }  // namespace opchain::nn

@@ -3,7 +3,7 @@
 namespace opchain::nn {
 
 SigmoidGatedAdd::SigmoidGatedAdd(const ModuleContext& mc)
-    : impl_(build_kernel_impl<OpType::SigmoidGatedAdd>(mc.backend(), impl_params(mc, "SigmoidGatedAdd", DType::F32))) {}
+    : impl_(build_impl<OpType::SigmoidGatedAdd>(mc, "SigmoidGatedAdd", DType::F32)) {}
 
 void SigmoidGatedAdd::forward(const Tensor& gate, const Tensor& y, const Tensor& out) const {
   (*impl_)(SigmoidGatedAddArgs{gate, y, out});

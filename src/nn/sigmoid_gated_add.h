@@ -11,7 +11,7 @@ class SigmoidGatedAdd {
   void forward(const Tensor& gate, const Tensor& y, const Tensor& out) const;
 
  private:
-  std::unique_ptr<KernelImpl<OpType::SigmoidGatedAdd>> impl_;
+  std::unique_ptr<OpImpl<OpType::SigmoidGatedAdd>> impl_;
 };
 
 }  // namespace opchain::nn

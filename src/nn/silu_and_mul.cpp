@@ -3,7 +3,7 @@
 namespace opchain::nn {
 
 SiluAndMul::SiluAndMul(const ModuleContext& mc)
-    : impl_(build_kernel_impl<OpType::SiluAndMul>(mc.backend(), impl_params(mc, "SiluAndMul", DType::F32))) {}
+    : impl_(build_impl<OpType::SiluAndMul>(mc, "SiluAndMul", DType::F32)) {}
 
 Tensor SiluAndMul::forward(StepContext& ctx, const Tensor& x) const {
   Tensor out = ctx.workspace->alloc(DType::F32, {x.size(0), x.size(1) / 2});

@@ -11,7 +11,7 @@ class SiluAndMul {
   Tensor forward(StepContext& ctx, const Tensor& x) const;
 
  private:
-  std::unique_ptr<KernelImpl<OpType::SiluAndMul>> impl_;
+  std::unique_ptr<OpImpl<OpType::SiluAndMul>> impl_;
 };
 
 }  // namespace opchain::nn

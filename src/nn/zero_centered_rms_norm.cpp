@@ -5,7 +5,7 @@ namespace opchain::nn {
 ZeroCenteredRMSNorm::ZeroCenteredRMSNorm(const ModuleContext& mc, Tensor weight, float eps)
     : weight_(std::move(weight)),
       eps_(eps),
-      impl_(build_kernel_impl<OpType::ZeroCenteredRmsNorm>(mc.backend(), impl_params(mc, "ZeroCenteredRMSNorm", weight_.dtype()))) {}
+      impl_(build_impl<OpType::ZeroCenteredRmsNorm>(mc, "ZeroCenteredRMSNorm", weight_.dtype())) {}
 
 Tensor ZeroCenteredRMSNorm::forward(StepContext& ctx, const Tensor& x) const {
   Tensor out = ctx.workspace->alloc(DType::F32, x.shape());

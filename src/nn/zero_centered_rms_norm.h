@@ -16,7 +16,7 @@ class ZeroCenteredRMSNorm {
  private:
   Tensor weight_;
   float eps_;
-  std::unique_ptr<KernelImpl<OpType::ZeroCenteredRmsNorm>> impl_;
+  std::unique_ptr<OpImpl<OpType::ZeroCenteredRmsNorm>> impl_;
 };
 
 }  // namespace opchain::nn

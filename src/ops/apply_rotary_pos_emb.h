@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `apply_rotary_pos_emb` op's arguments. Kernel signature: void(const ApplyRotaryPosEmbArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 
 namespace opchain {
 
@@ -12,6 +15,16 @@ struct ApplyRotaryPosEmbArgs {
   Tensor k;    // f32 [n, kv_heads, d]
   Tensor cos;  // f32 [n, rd/2], rd even and <= d
   Tensor sin;  // f32 [n, rd/2]
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = ApplyRotaryPosEmbArgs;
+    return std::tuple{
+        Field{"q", Role::InOut, &A::q},
+        Field{"k", Role::InOut, &A::k},
+        Field{"cos", Role::In, &A::cos},
+        Field{"sin", Role::In, &A::sin}};
+  }
 };
 
 }  // namespace opchain

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `causal_conv1d` op's arguments. Kernel signature: void(const CausalConv1dArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -18,6 +21,17 @@ struct CausalConv1dArgs {
   Tensor conv_state;  // f32 [slots, K-1, c], updated in place
   Tensor out;         // f32 [n, c]
   const AttnMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = CausalConv1dArgs;
+    return std::tuple{
+        Field{"x", Role::In, &A::x},
+        Field{"weight", Role::In, &A::weight},
+        Field{"conv_state", Role::InOut, &A::conv_state},
+        Field{"meta", Role::Meta, &A::meta},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

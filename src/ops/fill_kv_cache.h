@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `fill_kv_cache` op's arguments. Kernel signature: void(const FillKvCacheArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -12,6 +15,17 @@ struct FillKvCacheArgs {
   Tensor k_cache;  // C [num_blocks, block_size, kv_heads, d]
   Tensor v_cache;  // C [num_blocks, block_size, kv_heads, d]
   const AttnMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = FillKvCacheArgs;
+    return std::tuple{
+        Field{"k", Role::In, &A::k},
+        Field{"v", Role::In, &A::v},
+        Field{"k_cache", Role::InOut, &A::k_cache},
+        Field{"v_cache", Role::InOut, &A::v_cache},
+        Field{"meta", Role::Meta, &A::meta}};
+  }
 };
 
 }  // namespace opchain

@@ -1,8 +1,10 @@
 #pragma once
 // Layer 4: the `gated_delta_rule` op's arguments. Kernel signature: void(const GatedDeltaRuleArgs&).
 #include <cstdint>
+#include <tuple>
 
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -14,6 +16,7 @@ namespace opchain {
 enum class DeltaRuleForm : uint8_t { Recurrent, Chunked };
 inline const char* delta_rule_form_name(DeltaRuleForm f) { return f == DeltaRuleForm::Chunked ? "chunked" : "recurrent"; }
 inline constexpr int64_t kDeltaRuleChunk = 64;
+void describe_field(FieldText& out, const char* name, DeltaRuleForm f);  // "form=chunked"
 
 // The gated delta rule of Gated DeltaNet, per sequence of the step (varlen layout of meta) and value
 // head h, which reads key head h / (nv / nk). State S [dk, dv] in f32, for each token t in order:
@@ -33,6 +36,21 @@ struct GatedDeltaRuleArgs {
   float scale = 1.0f;       // dk^-0.5
   DeltaRuleForm form = DeltaRuleForm::Recurrent;
   const AttnMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = GatedDeltaRuleArgs;
+    return std::tuple{
+        Field{"qkv", Role::In, &A::qkv},
+        Field{"g", Role::In, &A::g},
+        Field{"beta", Role::In, &A::beta},
+        Field{"state", Role::InOut, &A::state},
+        Field{"num_k_heads", Role::Attr, &A::num_k_heads},
+        Field{"scale", Role::Attr, &A::scale},
+        Field{"form", Role::Attr, &A::form},
+        Field{"meta", Role::Meta, &A::meta},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

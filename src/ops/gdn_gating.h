@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `gdn_gating` op's arguments. Kernel signature: void(const GdnGatingArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 
 namespace opchain {
 
@@ -14,6 +17,17 @@ struct GdnGatingArgs {
   Tensor dt_bias;  // W [nv]
   Tensor g;        // f32 [n, nv]
   Tensor beta;     // f32 [n, nv]
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = GdnGatingArgs;
+    return std::tuple{
+        Field{"ba", Role::In, &A::ba},
+        Field{"a_log", Role::In, &A::a_log},
+        Field{"dt_bias", Role::In, &A::dt_bias},
+        Field{"g", Role::Out, &A::g},
+        Field{"beta", Role::Out, &A::beta}};
+  }
 };
 
 }  // namespace opchain

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `l2_norm` op's arguments. Kernel signature: void(const L2NormArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 
 namespace opchain {
 
@@ -12,6 +15,16 @@ struct L2NormArgs {
   int64_t heads = 0;
   int64_t head_dim = 0;
   float eps = 1e-6f;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = L2NormArgs;
+    return std::tuple{
+        Field{"x", Role::InOut, &A::x},
+        Field{"heads", Role::Attr, &A::heads},
+        Field{"head_dim", Role::Attr, &A::head_dim},
+        Field{"eps", Role::Attr, &A::eps}};
+  }
 };
 
 }  // namespace opchain

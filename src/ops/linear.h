@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `linear` op's arguments. Kernel signature: void(const LinearArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/matmul_precision.h"
 
 namespace opchain {
@@ -13,6 +16,18 @@ struct LinearArgs {
   Tensor out;     // f32 [n, out]
   MatmulPrecision precision = MatmulPrecision::F32;  // Note [Matmul precision]
   const QuantParams* quant = nullptr;  // set: weight holds codes (u8 / i8 / f8e4m3), Note [Quantised weights]
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = LinearArgs;
+    return std::tuple{
+        Field{"x", Role::In, &A::x},
+        Field{"weight", Role::In, &A::weight},
+        Field{"bias", Role::In, &A::bias},
+        Field{"quant", Role::In, &A::quant},
+        Field{"precision", Role::Attr, &A::precision},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

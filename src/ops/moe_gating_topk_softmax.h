@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `moe_gating_topk_softmax` op's arguments. Kernel signature: void(const MoeGatingTopkSoftmaxArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -15,6 +18,18 @@ struct MoeGatingTopkSoftmaxArgs {
   int64_t top_k = 1;
   bool renormalize = false;
   const MoeMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = MoeGatingTopkSoftmaxArgs;
+    return std::tuple{
+        Field{"router_logits", Role::In, &A::router_logits},
+        Field{"top_k", Role::Attr, &A::top_k},
+        Field{"renormalize", Role::Attr, &A::renormalize},
+        Field{"meta", Role::Meta, &A::meta},
+        Field{"topk_weights", Role::Out, &A::topk_weights},
+        Field{"topk_ids", Role::Out, &A::topk_ids}};
+  }
 };
 
 }  // namespace opchain

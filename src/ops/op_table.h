@@ -8,6 +8,9 @@
 //
 // Columns: OpType enumerator, registry key, Args struct, dispatch dtype (which argument's dtype picks
 // the kernel), schema, tolerance (max |diff| / (1 + |ref|) of a vendor kernel vs reference in f32).
+// The schema names every field of the Args struct, in the order of its fields() list (Note [Op
+// fields] in ops/field.h): `T name` an input, `T! name` updated in place, `T? name` optional, scalars
+// and enums attributes, `...Metadata meta` the step metadata read, and after `->` the outputs.
 #include <array>
 #include <optional>
 #include <string_view>
@@ -42,13 +45,14 @@
   X(Embedding, embedding, EmbeddingArgs, a.weight.dtype(),                                                         \
     "embedding(i32 ids[n], W weight[vocab,h]) -> f32 out[n,h]", 0.0)                                               \
   X(Linear, linear, LinearArgs, a.weight.dtype(),                                                                  \
-    "linear(f32 x[n,in], W weight[out,in], W? bias[out]) -> f32 out[n,out]", 1e-4)                                 \
+    "linear(f32 x[n,in], W weight[out,in], W? bias[out], Q? quant, MatmulPrecision precision) -> f32 out[n,out]", \
+    1e-4)                                 \
   X(RmsNorm, rms_norm, RmsNormArgs, a.weight.dtype(),                                                              \
     "rms_norm(f32 x[rows,h], W weight[h], float eps) -> f32 out[rows,h]", 1e-5)                                    \
   X(AddRmsNorm, add_rms_norm, AddRmsNormArgs, a.weight.dtype(),                                                    \
     "add_rms_norm(f32 x[n,h], f32! residual[n,h], W weight[h], float eps) -> f32 out[n,h]", 1e-5)                  \
   X(RotaryEmbedding, rotary_embedding, RotaryEmbeddingArgs, a.inv_freq.dtype(),                                    \
-    "rotary_embedding(i32 positions[n], f32 inv_freq[d/2], float scaling) -> (f32 cos[n,d/2], f32 sin[n,d/2])",    \
+    "rotary_embedding(i32 positions[n], f32 inv_freq[d/2], float attention_scaling) -> (f32 cos[n,d/2], f32 sin[n,d/2])",    \
     1e-5)                                                                                                          \
   X(ApplyRotaryPosEmb, apply_rotary_pos_emb, ApplyRotaryPosEmbArgs, a.q.dtype(),                                   \
     "apply_rotary_pos_emb(f32! q[n,hq,d], f32! k[n,hk,d], f32 cos[n,rd/2], f32 sin[n,rd/2])", 1e-5)                  \
@@ -69,14 +73,14 @@
     "moe_gating_topk_softmax(f32 router_logits[n,e], int top_k, bool renormalize, MoeMetadata meta) -> "           \
     "(f32 topk_weights[n,k], i32 topk_ids[n,k])", 1e-5)                                                            \
   X(FusedMoe, fused_moe, FusedMoeArgs, a.experts->dtype(),                                                         \
-    "fused_moe(f32 hidden[n,h], W gate[e][i,h], W up[e][i,h], W down[e][h,i], f32 topk_weights[n,k], "             \
-    "i32 topk_ids[n,k], MoeMetadata meta) -> f32 out[n,h]", 1e-4)                                                  \
+    "fused_moe(f32 hidden[n,h], W experts[e](gate[i,h], up[i,h], down[h,i]), f32 topk_weights[n,k], "              \
+    "i32 topk_ids[n,k], MatmulPrecision precision, MoeMetadata meta) -> f32 out[n,h]", 1e-4)                                                  \
   X(MoeInitRouting, moe_init_routing, MoeInitRoutingArgs, a.x.dtype(),                                             \
-    "moe_init_routing(f32 x[n,h], i32 topk_ids[n,k], int experts, MoeMetadata meta) -> (f32 x_sorted[n*k,h], "     \
+    "moe_init_routing(f32 x[n,h], i32 topk_ids[n,k], int num_experts, MoeMetadata meta) -> (f32 x_sorted[n*k,h], "     \
     "i32 expert_offsets[e+1], i32 pair_to_sorted[n*k])", 0.0)                                                      \
   X(GroupedMatmul, grouped_matmul, GroupedMatmulArgs, (*a.weights)[0].dtype(),                                     \
-    "grouped_matmul(f32 x[m,k], i32 expert_offsets[e+1], W weights[e][n,k], int col_offset) -> f32! out[m,ld]",    \
-    1e-4)                                                                                                          \
+    "grouped_matmul(f32 x[m,k], i32 expert_offsets[e+1], W weights[e][n,k], Q? quant[e], int out_col_offset, "     \
+    "MatmulPrecision precision) -> f32! out[m,ld]", 1e-4)                                                                                                          \
   X(Swiglu, swiglu, SwigluArgs, a.x.dtype(), "swiglu(f32 x[m,2i]) -> f32 out[m,i]", 1e-5)                          \
   X(MoeTokenUnpermute, moe_token_unpermute, MoeTokenUnpermuteArgs, a.expert_out.dtype(),                           \
     "moe_token_unpermute(f32 expert_out[n*k,h], i32 pair_to_sorted[n*k], f32 topk_weights[n,k]) -> f32 out[n,h]",  \
@@ -94,7 +98,7 @@
     "gdn_gating(f32 ba[n,2nv], W a_log[nv], W dt_bias[nv]) -> (f32 g[n,nv], f32 beta[n,nv])", 1e-5)               \
   X(GatedDeltaRule, gated_delta_rule, GatedDeltaRuleArgs, a.qkv.dtype(),                                           \
     "gated_delta_rule(f32 qkv[n,2nk*dk+nv*dv], f32 g[n,nv], f32 beta[n,nv], f32! state[slots,nv,dk,dv], "          \
-    "int num_k_heads, float scale, form recurrent|chunked, AttnMetadata meta) -> f32 out[n,nv,dv]", 1e-4)          \
+    "int num_k_heads, float scale, DeltaRuleForm form(recurrent|chunked), AttnMetadata meta) -> f32 out[n,nv,dv]", 1e-4)          \
   X(GatedRmsNorm, gated_rms_norm, GatedRmsNormArgs, a.weight.dtype(),                                              \
     "gated_rms_norm(f32 x[rows,d], f32 z[rows,d], W weight[d], float eps) -> f32 out[rows,d]", 1e-5)               \
   X(SigmoidGateMul, sigmoid_gate_mul, SigmoidGateMulArgs, a.x.dtype(), "sigmoid_gate_mul(f32 gate[n,m], f32! x[n,m])", \

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `paged_decode_attention` op's arguments. Kernel signature: void(const PagedDecodeAttentionArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -13,6 +16,18 @@ struct PagedDecodeAttentionArgs {
   Tensor out;      // f32 [batch, q_heads, d]
   float scale = 1.0f;
   const AttnMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = PagedDecodeAttentionArgs;
+    return std::tuple{
+        Field{"q", Role::In, &A::q},
+        Field{"k_cache", Role::In, &A::k_cache},
+        Field{"v_cache", Role::In, &A::v_cache},
+        Field{"scale", Role::Attr, &A::scale},
+        Field{"meta", Role::Meta, &A::meta},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `prefill_attention` op's arguments. Kernel signature: void(const PrefillAttentionArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 #include "ops/step_metadata.h"
 
 namespace opchain {
@@ -14,6 +17,18 @@ struct PrefillAttentionArgs {
   Tensor out;  // f32 [n, q_heads, d]
   float scale = 1.0f;
   const AttnMetadata* meta = nullptr;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = PrefillAttentionArgs;
+    return std::tuple{
+        Field{"q", Role::In, &A::q},
+        Field{"k", Role::In, &A::k},
+        Field{"v", Role::In, &A::v},
+        Field{"scale", Role::Attr, &A::scale},
+        Field{"meta", Role::Meta, &A::meta},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/trace.h"
+#include "ops/op_fields.h"
 #include "ops/op_table.h"
 
 namespace opchain {
@@ -93,7 +94,8 @@ class LaunchRecorder {
 };
 
 // Watches top-level launches as they run, eager or replayed from a captured graph, e.g. to time
-// kernels or to snapshot a launch's tensors (visit_tensors in backends/visit_tensors.h). `args`
+// kernels or to snapshot a launch's tensors (visit_tensors in backends/visit_tensors.h, generic over
+// the op's field list). `args`
 // points at an OpTraits<entry.op>::Args valid for the duration of the call only.
 class LaunchObserver {
  public:
@@ -155,6 +157,12 @@ void launch(const Kernel<Op>& k, const typename OpTraits<Op>::Args& args, const 
   }
   tracer->end(idx);
   if (observer) observer->after_launch(*k.entry, &args);
+}
+
+// The usual call: the trace strings come from the op's field list (Note [Op fields]).
+template <OpType Op>
+void launch(const Kernel<Op>& k, const typename OpTraits<Op>::Args& args, const TraceSite* site = nullptr) {
+  launch(k, args, site, [&](std::string& m, std::string& t) { describe_fields(args, m, t); });
 }
 
 // "name=dtype[shape] ..." for trace output.

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `rotary_embedding` op's arguments. Kernel signature: void(const RotaryEmbeddingArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 
 namespace opchain {
 
@@ -12,6 +15,17 @@ struct RotaryEmbeddingArgs {
   float attention_scaling = 1.0f;
   Tensor cos;        // f32 [n, d/2]
   Tensor sin;        // f32 [n, d/2]
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = RotaryEmbeddingArgs;
+    return std::tuple{
+        Field{"positions", Role::In, &A::positions},
+        Field{"inv_freq", Role::In, &A::inv_freq},
+        Field{"attention_scaling", Role::Attr, &A::attention_scaling},
+        Field{"cos", Role::Out, &A::cos},
+        Field{"sin", Role::Out, &A::sin}};
+  }
 };
 
 }  // namespace opchain

@@ -1,6 +1,9 @@
 #pragma once
 // Layer 4: the `zero_centered_rms_norm` op's arguments. Kernel signature: void(const ZeroCenteredRmsNormArgs&).
+#include <tuple>
+
 #include "core/tensor.h"
+#include "ops/field.h"
 
 namespace opchain {
 
@@ -13,6 +16,17 @@ struct ZeroCenteredRmsNormArgs {
   Tensor weight;    // W [h], the stored (zero-centred) weight
   Tensor out;       // f32, same shape as x (may alias x)
   float eps = 1e-6f;
+
+  // Note [Op fields]: the schema's order, one entry per member.
+  static constexpr auto fields() {
+    using A = ZeroCenteredRmsNormArgs;
+    return std::tuple{
+        Field{"x", Role::In, &A::x},
+        Field{"residual", Role::InOut, &A::residual},
+        Field{"weight", Role::In, &A::weight},
+        Field{"eps", Role::Attr, &A::eps},
+        Field{"out", Role::Out, &A::out}};
+  }
 };
 
 }  // namespace opchain

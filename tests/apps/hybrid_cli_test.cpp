@@ -23,8 +23,11 @@ TEST(HybridCli, TraceShowsEveryChainOfTheHybridLayers) {
            "model.layers.0.linear_attn.gating -> GdnGating -> GdnGating -> DefaultGdnGatingImpl -> gdn_gating -> cpu:",
            "model.layers.0.linear_attn.delta_rule -> GatedDeltaRule -> GatedDeltaRule -> DefaultGatedDeltaRuleImpl -> gated_delta_rule -> cpu:",
            "model.layers.0.linear_attn.norm -> GatedRMSNorm -> GatedRmsNorm -> DefaultGatedRmsNormImpl -> gated_rms_norm -> cpu:",
-           "form=chunked num_k_heads=2 is_decoding=0 batch=1 max_q_seqlen=3 state_slots=[0]",
-           "form=recurrent num_k_heads=2 is_decoding=1 batch=1 max_q_seqlen=1 state_slots=[0]",
+           // every field of gated_delta_rule's Args, in the field list's order (Note [Op fields])
+           "num_k_heads=2 scale=0.250000 form=chunked is_decoding=0 batch=1 max_q_seqlen=3 max_kv_seqlen=3 block_size=16 "
+           "state_slots=[0] | qkv=f32[3, 128] g=f32[3, 4] beta=f32[3, 4] state=f32[1, 4, 16, 16] out=f32[3, 4, 16]",
+           "num_k_heads=2 scale=0.250000 form=recurrent is_decoding=1 batch=1 max_q_seqlen=1 max_kv_seqlen=4 block_size=16 "
+           "state_slots=[0]",
            // gated full-attention layer
            "model.layers.3.self_attn.q_norm -> ZeroCenteredRMSNorm -> ZeroCenteredRmsNorm",
            "model.layers.3.self_attn.rotary -> ApplyRotaryEmb -> ApplyRotaryPosEmb",

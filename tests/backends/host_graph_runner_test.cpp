@@ -8,6 +8,7 @@
 
 #include "backends/ops_backend.h"
 #include "backends/visit_tensors.h"
+#include "vendors/builtin_vendors.h"
 
 namespace opchain {
 namespace {
@@ -144,6 +145,7 @@ TEST(HostGraphRunner, StepWithoutLaunchesIsAnError) {
 TEST(HostGraphRunner, IsTheDefaultOfHostVendors) {
   DeviceContext dev;
   dev.vendor = "cpu";
+  dev.registry = &builtin_registry();
   EXPECT_EQ(select_backend(dev).make_graph_runner()->name(), "HostGraphRunner");
 }
 

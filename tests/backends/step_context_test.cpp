@@ -4,6 +4,7 @@
 
 #include "backends/moe_comm_policy.h"
 #include "backends/ops_backend.h"
+#include "vendors/builtin_vendors.h"
 
 namespace opchain {
 namespace {
@@ -33,6 +34,7 @@ TEST(MoeCommPolicy, AllToAllForSmallStepsAllGatherForLarge) {
 TEST(UpdateStepContext, MixedPrefillAndDecodeWithPadding) {
   DeviceContext dev;
   dev.vendor = "reference";
+  dev.registry = &builtin_registry();
   const OpsBackend& backend = select_backend(dev);
   StepContext ctx;
   // Sequence 0: 3 new tokens after 5 cached; sequence 1: 1 new token after 0 cached; 2 padding rows.
@@ -69,6 +71,7 @@ TEST(UpdateStepContext, MixedPrefillAndDecodeWithPadding) {
 TEST(UpdateStepContext, AllSingleTokenIsDecoding) {
   DeviceContext dev;
   dev.vendor = "cpu";
+  dev.registry = &builtin_registry();
   dev.parallel.ep_size = 2;
   StepContext ctx;
   ctx.input_ids = i32({1, 2}, {2});
@@ -87,6 +90,7 @@ TEST(UpdateStepContext, AllSingleTokenIsDecoding) {
 TEST(UpdateStepContext, PositionPastTheBlockTableIsAnError) {
   DeviceContext dev;
   dev.vendor = "reference";
+  dev.registry = &builtin_registry();
   StepContext ctx;
   ctx.input_ids = i32({1}, {1});
   ctx.positions = i32({8}, {1});
@@ -100,6 +104,7 @@ TEST(UpdateStepContext, PositionPastTheBlockTableIsAnError) {
 TEST(SelectBackend, UnknownVendorListsTheKnownOnes) {
   DeviceContext dev;
   dev.vendor = "tpu";
+  dev.registry = &builtin_registry();
   try {
     select_backend(dev);
     FAIL();

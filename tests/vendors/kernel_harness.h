@@ -6,7 +6,8 @@
 // A case builds an Instance for a dtype: its inputs (held by the call closure), the initial content
 // of every tensor a kernel writes (`outs`: outputs, in-place tensors, caches), and a call that binds
 // the op's Args over a copy of `outs` and runs a kernel. Each kernel gets its own copy of `outs`, so
-// in-place updates and untouched regions (padding rows, other columns) are compared as well.
+// in-place updates and untouched regions (padding rows, other columns) are compared as well. A case
+// that leaves out a tensor the op's field list marks as written fails (expect_writes_compared).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 
 #include "ops/expert_weights.h"
 #include "ops/matmul_precision.h"
+#include "ops/op_fields.h"
 #include "ops/registry.h"
 #include "ops/step_metadata.h"
 #include "vendors/builtin_vendors.h"
@@ -52,11 +54,27 @@ struct Case {
   bool applies_to(DType t) const { return quantized == is_quantized_dtype(t); }
 };
 
+// Every tensor the op's field list marks as written (Role::Out, Role::InOut) must lie in one of the
+// case's `outs`, so that it is compared with the reference (Note [Op fields]).
+template <class Args>
+void expect_writes_compared(std::string_view key, const Args& args, const Outs& outs) {
+  visit_field_tensors(args, [&](const char* name, const Tensor& t, bool is_output) {
+    if (!is_output) return;
+    const auto* p = static_cast<const char*>(t.raw());
+    const bool compared = std::any_of(outs.begin(), outs.end(), [&](const Tensor& o) {
+      const auto* base = static_cast<const char*>(o.raw());
+      return p >= base && p < base + o.nbytes();
+    });
+    EXPECT_TRUE(compared) << key << ": the case does not compare '" << name << "', which the kernel writes";
+  });
+}
+
 template <OpType Op, class Build>
 CallFn make_call(Build build) {
   return [build](void (*fn)(), const Outs& outs) {
     const typename OpTraits<Op>::Args args = build(outs);
     if (fn) reinterpret_cast<typename OpTraits<Op>::Fn>(fn)(args);
+    else expect_writes_compared(op_key(Op), args, outs);
     return OpTraits<Op>::dispatch_dtype(args);
   };
 }

@@ -78,10 +78,7 @@ static void fused_moe(const FusedMoeArgs& a) {
   const Tensor where = Tensor::view(scratch(where_buf, static_cast<size_t>(std::max<int64_t>(pairs, 1))), DType::I32, {pairs});
 
   const MoeInitRoutingArgs route{a.hidden, a.topk_ids, experts, a.meta, x_sorted, offsets, where};
-  launch(sk.route, route, nullptr, [&](std::string& meta, std::string& tensors) {
-    meta = "experts=" + std::to_string(experts);
-    tensors = describe_tensors({{"x", &route.x}, {"topk_ids", &route.topk_ids}, {"x_sorted", &route.x_sorted}});
-  });
+  launch(sk.route, route);  // traced from the op's field list, like every launch
   const int64_t routed = offsets.data<int32_t>()[experts];  // rows past this were not routed
 
   const Tensor xs = x_sorted.slice_rows(0, routed);
@@ -89,30 +86,17 @@ static void fused_moe(const FusedMoeArgs& a) {
   const Tensor act = f32(act_buf, routed, inter);
   const Tensor down = f32(down_buf, routed, h);
   const Kernel<OpType::GroupedMatmul>& gmm = sk.for_dtype(w.dtype());
-  auto describe_gmm = [](const GroupedMatmulArgs& g) {
-    return [&g](std::string& meta, std::string& tensors) {
-      meta = "col_offset=" + std::to_string(g.out_col_offset);
-      if (g.precision != MatmulPrecision::F32) meta += " precision=" + std::string(matmul_precision_name(g.precision));
-      const Tensor& w0 = (*g.weights)[0];
-      tensors = describe_tensors({{"x", &g.x}, {"weights[0]", &w0}, {"out", &g.out}});
-    };
-  };
   const auto* gate_q = w.quantized() ? &w.gate_q : nullptr;  // Note [Quantised weights]
   const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, a.precision, gate_q};
-  launch(gmm, gate, nullptr, describe_gmm(gate));
+  launch(gmm, gate);
   const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, a.precision, w.quantized() ? &w.up_q : nullptr};
-  launch(gmm, up, nullptr, describe_gmm(up));
+  launch(gmm, up);
   const SwigluArgs swiglu_args{gate_up, act};
-  launch(sk.act, swiglu_args, nullptr, [&](std::string&, std::string& tensors) {
-    tensors = describe_tensors({{"x", &swiglu_args.x}, {"out", &swiglu_args.out}});
-  });
+  launch(sk.act, swiglu_args);
   const GroupedMatmulArgs down_args{act, offsets, &w.down, down, 0, a.precision, w.quantized() ? &w.down_q : nullptr};
-  launch(gmm, down_args, nullptr, describe_gmm(down_args));
+  launch(gmm, down_args);
   const MoeTokenUnpermuteArgs unpermute{down, where, a.topk_weights, a.out};
-  launch(sk.unpermute, unpermute, nullptr, [&](std::string&, std::string& tensors) {
-    tensors = describe_tensors({{"expert_out", &unpermute.expert_out}, {"topk_weights", &unpermute.topk_weights},
-                                {"out", &unpermute.out}});
-  });
+  launch(sk.unpermute, unpermute);
 }
 
 void register_fused_moe(Registry& reg) {
