@@ -354,36 +354,41 @@ int run_bench(const Opts& o) {
   std::vector<DecodeRow> decode_rows;
   for (int64_t batch : o.batches) {
     DecodeRow row{batch, {}};
+    // The modes take turns repetition by repetition, so that a neighbour's burst on this shared
+    // machine slows both alike instead of landing on whichever mode ran in that minute.
     for (const DecodeMode& mode : modes) {
       decode_step(*mode.runner, batch, 0);  // warm-up: workspace growth and the experts this batch size touches
       if (mode.name == "graph" && !mode.runner->last_step_replayed())
         throw Error("bench: a decode step of batch " + std::to_string(batch) + " did not replay its graph");
-      std::vector<double> ms;
-      for (int r = 0; r < o.reps; ++r) {
+    }
+    std::vector<std::vector<double>> ms(modes.size()), kernel_ms(modes.size()), host_ms(modes.size());
+    for (int r = 0; r < o.reps; ++r) {
+      for (size_t m = 0; m < modes.size(); ++m) {
         double sec = 0;
-        for (int64_t s = 0; s < o.gen; ++s) sec += decode_step(*mode.runner, batch, s);
-        ms.push_back(sec * 1000.0 / static_cast<double>(o.gen));
+        for (int64_t s = 0; s < o.gen; ++s) sec += decode_step(*modes[m].runner, batch, s);
+        ms[m].push_back(sec * 1000.0 / static_cast<double>(o.gen));
       }
-      // tok/s is the same figure as ms/step, inverted, so that the two never disagree (with an even
-      // number of repetitions a median of each would average different pairs).
-      const Stats ms_stats = stats_of(ms);
-      const auto per_s = [&](double step_ms) { return static_cast<double>(batch) * 1000.0 / step_ms; };
-      const Stats tok_s{per_s(ms_stats.median), per_s(ms_stats.max), per_s(ms_stats.min)};
       // Host time per step from the same step's wall and kernel times, so that a kernel slowed by
       // another process counts in both and cancels; the median drops steps preempted on the host.
-      std::vector<double> kernel_ms, host_ms;
-      for (int r = 0; r < o.reps; ++r) {
+      for (size_t m = 0; m < modes.size(); ++m) {
         for (int64_t s = 0; s < o.gen; ++s) {
           KernelClock clock;
-          const double wall = decode_step(*mode.runner, batch, s);
-          kernel_ms.push_back(clock.seconds * 1000.0);
-          host_ms.push_back(std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
+          const double wall = decode_step(*modes[m].runner, batch, s);
+          kernel_ms[m].push_back(clock.seconds * 1000.0);
+          host_ms[m].push_back(std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
         }
       }
-      ModeRow m{mode.name, tok_s, ms_stats, stats_of(kernel_ms).median, stats_of(host_ms).median};
-      log("decode batch " + std::to_string(batch) + " " + mode.name + ": " + fmt_stats(m.tok_s) + " tok/s, " +
-          fmt_stats(m.ms, 3) + " ms/step, host " + fmt(m.host_ms, 3) + " ms/step");
-      row.modes.push_back(std::move(m));
+    }
+    for (size_t m = 0; m < modes.size(); ++m) {
+      // tok/s is the same figure as ms/step, inverted, so that the two never disagree (with an even
+      // number of repetitions a median of each would average different pairs).
+      const Stats ms_stats = stats_of(ms[m]);
+      const auto per_s = [&](double step_ms) { return static_cast<double>(batch) * 1000.0 / step_ms; };
+      const Stats tok_s{per_s(ms_stats.median), per_s(ms_stats.max), per_s(ms_stats.min)};
+      ModeRow mr{modes[m].name, tok_s, ms_stats, stats_of(kernel_ms[m]).median, stats_of(host_ms[m]).median};
+      log("decode batch " + std::to_string(batch) + " " + modes[m].name + ": " + fmt_stats(mr.tok_s) + " tok/s, " +
+          fmt_stats(mr.ms, 3) + " ms/step, host " + fmt(mr.host_ms, 3) + " ms/step");
+      row.modes.push_back(std::move(mr));
     }
     decode_rows.push_back(std::move(row));
   }
