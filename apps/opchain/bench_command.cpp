@@ -145,7 +145,7 @@ double measure_read_bandwidth_gbs(size_t bytes, int passes) {
 // What one decode step of `batch` sequences must read from memory.
 struct DecodeBytes {
   double weights = 0;  // see kFormula
-  double kv = 0;       // K and V of `depth` cached tokens per sequence (f32)
+  double kv = 0;       // K and V of `depth` cached tokens per sequence (in the cache's dtype)
   double state = 0;    // hybrid models: each sequence's linear-attention state, read and written once
 };
 
@@ -165,7 +165,8 @@ constexpr const char* kHostFormula =
 
 class DecodeByteModel {
  public:
-  explicit DecodeByteModel(const LoadedModel& m) : c_(m.config) {
+  explicit DecodeByteModel(const LoadedModel& m)
+      : c_(m.config), kv_elem_bytes_(static_cast<double>(dtype_size(kv_cache_dtype(m.device.matmul_precision)))) {
     // Per-expert tensors or the fused ones (Qwen3.5), under the text model's prefix.
     static const std::regex expert(R"((?:model\.|model\.language_model\.)layers\.(\d+)\.mlp\.experts\.(?:\d+\..*|gate_up_proj|down_proj))");
     std::smatch match;
@@ -188,13 +189,14 @@ class DecodeByteModel {
       const double distinct = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(batch)));
       for (const auto& [layer, bytes] : expert_bytes_) b.weights += distinct * bytes / e;
     }
-    b.kv = static_cast<double>(batch * depth * c_.num_full_attention_layers() * 2 * c_.num_key_value_heads * c_.head_dim) * 4.0;
+    b.kv = static_cast<double>(batch * depth * c_.num_full_attention_layers() * 2 * c_.num_key_value_heads * c_.head_dim) * kv_elem_bytes_;
     b.state = 2.0 * static_cast<double>(batch) * static_cast<double>(KvCache::state_bytes_per_sequence(c_));
     return b;
   }
 
  private:
   ModelConfig c_;
+  double kv_elem_bytes_;
   double dense_bytes_ = 0, embed_row_bytes_ = 0;
   std::map<int64_t, double> expert_bytes_;  // per MoE layer, all its experts
 };
@@ -257,7 +259,8 @@ int run_bench(const Opts& o) {
   constexpr int64_t kBlock = 16;
   const int64_t per_seq = (context + kBlock - 1) / kBlock;
   // Hybrid models: a state slot per decode sequence (0 .. max_batch-1) and one for the prompts.
-  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock, max_batch + 1);
+  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock, max_batch + 1,
+                kv_cache_dtype(m.device.matmul_precision));
   const int32_t prompt_slot = static_cast<int32_t>(max_batch);
   ModelRunner runner(*m.model, m.device, cache);
   auto log = [&](const std::string& s) {

@@ -66,7 +66,7 @@ Runner add_trace_command(CLI::App& app) {
     auto ids = parse_ids(o->ids, o->ids_file);
     LoadedModel m = load_model(o->model, o->vendor, {}, precision_choice(o->precision));
     const int64_t total = static_cast<int64_t>(ids.size()) + o->decode_steps;
-    KvCache cache(m.config, 1 + (total + 15) / 16, 16);
+    KvCache cache(m.config, 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
     std::vector<int32_t> blocks;
     cache.allocator().allocate(cache.blocks_for(total), blocks);
     const int32_t slot = cache.state_slots().allocate();

@@ -39,8 +39,12 @@ void SlotAllocator::free(int32_t slot) {
   if (slot >= 0) free_.push_back(slot);
 }
 
-KvCache::KvCache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, int64_t num_state_slots)
-    : allocator_(num_blocks), slots_(num_state_slots), block_size_(block_size), num_blocks_(num_blocks) {
+DType kv_cache_dtype(MatmulPrecision p) { return p == MatmulPrecision::F32 ? DType::F32 : DType::BF16; }
+
+KvCache::KvCache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, int64_t num_state_slots, DType kv_dtype)
+    : allocator_(num_blocks), slots_(num_state_slots), block_size_(block_size), num_blocks_(num_blocks), kv_dtype_(kv_dtype) {
+  if (kv_dtype != DType::F32 && kv_dtype != DType::BF16)
+    throw InvalidArgumentError("the KV cache holds f32 or bf16, not " + std::string(dtype_name(kv_dtype)));
   if (block_size <= 0) throw InvalidArgumentError("KV block size must be positive, got " + std::to_string(block_size));
   if (num_blocks < 2) throw InvalidArgumentError("KV cache needs at least 2 blocks (block 0 is reserved)");
   has_state_ = c.num_linear_attention_layers() > 0;
@@ -55,8 +59,8 @@ KvCache::KvCache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, i
       layer.recurrent_state =
           Tensor::empty(DType::F32, {num_state_slots, lin.num_value_heads, lin.key_head_dim, lin.value_head_dim});
     } else {
-      layer.k = Tensor::empty(DType::F32, {num_blocks, block_size, c.num_key_value_heads, c.head_dim});
-      layer.v = Tensor::empty(DType::F32, {num_blocks, block_size, c.num_key_value_heads, c.head_dim});
+      layer.k = Tensor::empty(kv_dtype, {num_blocks, block_size, c.num_key_value_heads, c.head_dim});
+      layer.v = Tensor::empty(kv_dtype, {num_blocks, block_size, c.num_key_value_heads, c.head_dim});
     }
     layers_.push_back(std::move(layer));
   }
@@ -76,9 +80,9 @@ size_t KvCache::state_bytes() const {
   return total;
 }
 
-int64_t KvCache::blocks_for_bytes(const ModelConfig& c, int64_t block_size, size_t bytes) {
+int64_t KvCache::blocks_for_bytes(const ModelConfig& c, int64_t block_size, size_t bytes, DType kv_dtype) {
   const int64_t kv_layers = std::max<int64_t>(1, c.num_full_attention_layers());
-  const size_t per_block = static_cast<size_t>(2 * kv_layers * block_size * c.num_key_value_heads * c.head_dim) * 4;
+  const size_t per_block = static_cast<size_t>(2 * kv_layers * block_size * c.num_key_value_heads * c.head_dim) * dtype_size(kv_dtype);
   return std::max<int64_t>(2, static_cast<int64_t>(bytes / per_block));
 }
 

@@ -62,8 +62,10 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
   }
   const size_t state_total = per_seq * static_cast<size_t>(slots);
   const size_t kv_budget = config_.kv_cache_bytes > state_total ? config_.kv_cache_bytes - state_total : 0;
-  const int64_t blocks = config_.num_blocks > 0 ? config_.num_blocks : KvCache::blocks_for_bytes(mc, config_.block_size, kv_budget);
-  cache_ = std::make_unique<KvCache>(mc, blocks, config_.block_size, slots);
+  const DType kv_dtype = kv_cache_dtype(device.matmul_precision);
+  const int64_t blocks =
+      config_.num_blocks > 0 ? config_.num_blocks : KvCache::blocks_for_bytes(mc, config_.block_size, kv_budget, kv_dtype);
+  cache_ = std::make_unique<KvCache>(mc, blocks, config_.block_size, slots, kv_dtype);
   runner_ = std::make_unique<ModelRunner>(model, device, *cache_);
   if (config_.graph) runner_->enable_graph_mode(config_.max_batch);  // off, with a reason, if the model refuses
   publish_stats(-1);

@@ -200,5 +200,81 @@ TEST(CpuBf16Dot, GoldenModelsMatchBf16ReferenceLogits) {
   }
 }
 
+
+// The same goldens with the second half of ids.txt decoded token by token, so that attention reads the
+// first half's keys and values back from the cache, which at bf16 precision is bf16 (Note [KV cache
+// dtype]): the same argmax as the transformers bf16 run at every position, within the same bound.
+// The hybrid models' bf16 runs do not follow transformers' (a routing flip changes every later state:
+// tests/models/hybrid_model_test.cpp, HybridBf16); there the bf16 cache is compared with an f32 one
+// under the same run, within the 0.1 the vendors are held to, with the same argmax wherever the top
+// token leads by 0.1.
+std::vector<float> decode_second_half(const std::string& dir, const std::string& vendor, const std::vector<int32_t>& ids,
+                                      DType kv_dtype) {
+  LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
+  const int64_t n = static_cast<int64_t>(ids.size()), half = n / 2;
+  KvCache cache(m.config, 1 + (n + 3) / 4, 4, 1, kv_dtype);
+  for (const LayerKvCache& l : cache.layers())
+    if (!l.k.is_null()) EXPECT_EQ(l.k.dtype(), kv_dtype);
+  std::vector<int32_t> blocks;
+  EXPECT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
+  ModelRunner runner(*m.model, m.device, cache);
+  SequenceStep prefill{std::span<const int32_t>(ids.data(), static_cast<size_t>(half)), 0, blocks, true, 0};
+  Tensor first = runner.forward({&prefill, 1});
+  std::vector<float> got(first.data<float>(), first.data<float>() + first.numel());
+  for (int64_t t = half; t < n; ++t) {
+    SequenceStep step{std::span<const int32_t>(ids.data() + t, 1), t, blocks, true, 0};
+    Tensor one = runner.forward({&step, 1});
+    got.insert(got.end(), one.data<float>(), one.data<float>() + one.numel());
+  }
+  return got;
+}
+
+TEST(CpuBf16Dot, GoldenModelsDecodeFromBf16KvCache) {
+  EXPECT_EQ(kv_cache_dtype(MatmulPrecision::Bf16), DType::BF16);
+  EXPECT_EQ(kv_cache_dtype(MatmulPrecision::Quantized), DType::BF16);
+  EXPECT_EQ(kv_cache_dtype(MatmulPrecision::F32), DType::F32);
+  for (const char* vendor : {kCpuVendor, "reference"})
+  for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe", "tiny-qwen3-next",
+                           "tiny-qwen3_5", "tiny-qwen3_5-moe"}) {
+    SCOPED_TRACE(std::string(vendor) + " " + name);
+    const std::string dir = test::model_dir(name);
+    const auto ids = read_ids(dir + "/ids.txt");
+    ASSERT_GE(ids.size(), 2u);
+    const bool hybrid = load_model_config(dir).num_linear_attention_layers() > 0;
+    const std::vector<float> got = decode_second_half(dir, vendor, ids, DType::BF16);
+    std::vector<float> want;
+    float bound = 0.1f;
+    if (hybrid) {
+      want = decode_second_half(dir, vendor, ids, DType::F32);
+    } else {
+      const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy"), ref32 = read_npy_f32(dir + "/ref_logits.npy");
+      want = ref.data;
+      float gap = 0;
+      for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
+      bound = 2.0f * gap;  // as GoldenModelsMatchBf16ReferenceLogits
+    }
+    ASSERT_EQ(got.size(), want.size());
+    const int64_t vocab = static_cast<int64_t>(want.size() / ids.size());
+    float worst = 0;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const float* g = got.data() + t * vocab;
+      const float* w = want.data() + t * vocab;
+      int64_t a = 0, b = 0;
+      for (int64_t v = 0; v < vocab; ++v) {
+        worst = std::max(worst, std::fabs(g[v] - w[v]));
+        if (g[v] > g[a]) a = v;
+        if (w[v] > w[b]) b = v;
+      }
+      float second = -INFINITY;
+      for (int64_t v = 0; v < vocab; ++v)
+        if (v != b) second = std::max(second, w[v]);
+      if (!hybrid || w[b] - second >= 0.1f) EXPECT_EQ(a, b) << "argmax at position " << t;
+    }
+    std::printf("[bf16 KV cache] %s %s: max |logit - %s| = %g (bound %g)\n", vendor, name,
+                hybrid ? "the f32 cache's" : "ref_bf16", worst, bound);
+    EXPECT_LE(worst, bound);
+  }
+}
+
 }  // namespace
 }  // namespace opchain::harness

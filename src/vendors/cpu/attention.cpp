@@ -36,6 +36,13 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   const float** ptrs = scratch(ptr_buf, static_cast<size_t>(rows + 2 * kKvChunk));
   thread_local std::vector<float> kt_buf;  // the chunk's keys of one kv head, transposed: [d, kKvChunk]
   float* kt = scratch(kt_buf, static_cast<size_t>(d * kKvChunk));
+  // A bf16 cache: the chunk's values of one kv head widened to f32, and the keys' bf16 rows.
+  const bool bf16 = job.kv_dtype == DType::BF16;
+  const int64_t esize = bf16 ? 2 : 4;
+  thread_local std::vector<float> vwide_buf;
+  float* vwide = bf16 ? scratch(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
+  const uint16_t* kp16[kKvChunk];
+  auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;
   float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
   const float** qrows = ptrs;
@@ -67,9 +74,9 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
     const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t off = row_offset(p) + it.h0 * d;
-      for (int64_t c = 0; c < nh * d; c += 16) {
-        __builtin_prefetch(job.k + off + c, 0, 3);
-        __builtin_prefetch(job.v + off + c, 0, 3);
+      for (int64_t c = 0; c < nh * d; c += 64 / esize) {
+        __builtin_prefetch(at(job.k, off + c), 0, 3);
+        __builtin_prefetch(at(job.v, off + c), 0, 3);
       }
     }
   };
@@ -83,8 +90,17 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
     while (s.past + first + 1 <= p0) ++first;
     for (int64_t hh = it.h0; hh < it.h1; ++hh) {
       for (int64_t p = p0; p < p1; ++p) {
-        kp[p - p0] = job.k + base[p - p0] + hh * d;
-        vp[p - p0] = job.v + base[p - p0] + hh * d;
+        const int64_t j = p - p0, off = base[j] + hh * d;
+        if (bf16) {
+          kp16[j] = reinterpret_cast<const uint16_t*>(at(job.k, off));
+          const uint16_t* vr = reinterpret_cast<const uint16_t*>(at(job.v, off));
+          float* vw = vwide + j * d;
+          for (int64_t c = 0; c < d; ++c) vw[c] = bf16_to_f32(vr[c]);
+          vp[j] = vw;
+        } else {
+          kp[j] = reinterpret_cast<const float*>(at(job.k, off));
+          vp[j] = reinterpret_cast<const float*>(at(job.v, off));
+        }
       }
       // Scores for every position of the chunk (each one FMA chain over the head dim, whatever the
       // rows); positions a row must not see are left out below. Keys transposed once per chunk and kv
@@ -93,7 +109,11 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
       for (int64_t c = 0; c < d; ++c) {
         float* row = kt + c * width;
-        for (int64_t j = 0; j < p1 - p0; ++j) row[j] = kp[j][c];
+        if (bf16) {
+          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = bf16_to_f32(kp16[j][c]);
+        } else {
+          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = kp[j][c];
+        }
         for (int64_t j = p1 - p0; j < width; ++j) row[j] = 0.0f;
       }
       sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);

@@ -3,6 +3,8 @@
 // softmax(q . k * scale) @ v with an online (flash-style) softmax over kv positions.
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace opchain::cpu {
 
 // Where one sequence's queries and keys are. Query i (0-based) sees kv positions [0, past + i + 1).
@@ -19,9 +21,11 @@ struct AttnJob {
   float* out = nullptr;      // [rows, hq, d]
   int64_t hq = 0, hk = 0, d = 0;
   float scale = 1.0f;
-  // Contiguous keys/values [rows, hk, d] (prefill), or a paged cache [blocks, block_size, hk, d].
-  const float* k = nullptr;
-  const float* v = nullptr;
+  // Contiguous keys/values [rows, hk, d] (prefill), or a paged cache [blocks, block_size, hk, d], of
+  // kv_dtype: f32, or bf16 (a paged cache only; Note [KV cache dtype]), widened to f32 as it is read.
+  const void* k = nullptr;
+  const void* v = nullptr;
+  DType kv_dtype = DType::F32;
   bool paged = false;
   int64_t block_size = 0;
   const int32_t* block_tables = nullptr;  // [batch, max_blocks]

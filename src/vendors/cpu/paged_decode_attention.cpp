@@ -23,8 +23,9 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
   job.hk = a.k_cache.size(2);
   job.d = a.q.size(2);
   job.scale = a.scale;
-  job.k = a.k_cache.data<float>();
-  job.v = a.v_cache.data<float>();
+  job.k = a.k_cache.raw();
+  job.v = a.v_cache.raw();
+  job.kv_dtype = a.k_cache.dtype();
   job.paged = true;
   job.block_size = a.k_cache.size(1);
   job.block_tables = m.block_tables.data<int32_t>();
@@ -34,6 +35,7 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
 
 void register_paged_decode_attention(Registry& reg) {
   add_kernel<OpType::PagedDecodeAttention>(reg, DType::F32, paged_decode_attention);
+  add_kernel<OpType::PagedDecodeAttention>(reg, DType::BF16, paged_decode_attention);
 }
 
 }  // namespace opchain::cpu
