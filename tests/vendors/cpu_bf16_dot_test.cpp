@@ -53,7 +53,7 @@ constexpr MatmulPrecision kBf16 = MatmulPrecision::Bf16;
 // rounds the activations and runs the f32 kernels (every other path).
 std::vector<cpu::Isa> isas() {
   std::vector<cpu::Isa> out;
-  for (cpu::Isa i : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512})
+  for (cpu::Isa i : cpu::kAllIsas)
     if (cpu::isa_supported(i)) out.push_back(i);
   return out;
 }

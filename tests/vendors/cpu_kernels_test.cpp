@@ -1,6 +1,8 @@
 // The cpu vendor beyond the per-op harness: registration parity with reference, batch invariance and
 // thread-count determinism (Note [cpu kernels]), the fused_moe sub-kernel chain under a Tracer, and
 // every SIMD code path the machine supports against reference.
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "vendors/cpu/cpu_common.h"
@@ -19,7 +21,7 @@ Kernel<Op> cpu_kernel(DType t) {
 
 std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> out;
-  for (cpu::Isa i : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512})
+  for (cpu::Isa i : cpu::kAllIsas)
     if (cpu::isa_supported(i)) out.push_back(i);
   return out;
 }
@@ -46,6 +48,25 @@ TEST(CpuVendor, RegistersWhatReferenceRegisters) {
       }
     }
   }
+}
+
+// A CPU whose flags list AMX (and the AVX-512 set the Amx tier builds on) must get the Amx tier, or
+// every AMX kernel would go untested on exactly the machines that have them.
+TEST(CpuVendor, AmxTierIsOfferedWhereTheCpuHasIt) {
+  std::ifstream in("/proc/cpuinfo");
+  if (!in) GTEST_SKIP() << "no /proc/cpuinfo";
+  std::string line, flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  }
+  bool all = !flags.empty();
+  for (const char* f : {"amx_tile", "amx_bf16", "amx_int8", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"})
+    all = all && flags.find(std::string(" ") + f + " ") != std::string::npos;
+  EXPECT_EQ(cpu::isa_supported(cpu::Isa::Amx), all) << "cpu flags:" << flags;
+  if (all) EXPECT_EQ(cpu::active_isa() == cpu::Isa::Amx, std::getenv("OPCHAIN_CPU_ISA") == nullptr);
 }
 
 TEST(CpuVendor, F16ConversionIsExactForEveryValue) {

@@ -64,7 +64,7 @@ TEST(CpuLinearAttention, DeltaRuleSequenceAloneEqualsInABatch) {
   IsaGuard guard;
   const auto kernel = resolve_kernel<OpType::GatedDeltaRule>(builtin_registry(), kCpuVendor, DType::F32);
   const int64_t nk = 2, nv = 4, dk = 32, dv = 48, width = 2 * nk * dk + nv * dv;
-  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+  for (cpu::Isa isa : cpu::kAllIsas) {
     if (!cpu::set_active_isa(isa)) continue;
     for (DeltaRuleForm form : {DeltaRuleForm::Recurrent, DeltaRuleForm::Chunked}) {
       const Step s = make_step(form == DeltaRuleForm::Recurrent ? kDecode : kMixed);
@@ -91,7 +91,7 @@ TEST(CpuLinearAttention, ConvSequenceAloneEqualsInABatch) {
   IsaGuard guard;
   const auto kernel = resolve_kernel<OpType::CausalConv1d>(builtin_registry(), kCpuVendor, DType::BF16);
   const int64_t c = 200, kw = 4;
-  for (cpu::Isa isa : {cpu::Isa::Generic, cpu::Isa::Avx2, cpu::Isa::Avx512}) {
+  for (cpu::Isa isa : cpu::kAllIsas) {
     if (!cpu::set_active_isa(isa)) continue;
     const Step s = make_step(kMixed);
     std::mt19937 g(5);

@@ -18,8 +18,13 @@ void register_cpu_kernels(Registry& reg);
 namespace cpu {
 
 // The SIMD code path of the matmul, dot and attention inner loops. Picked once from the CPU
-// (__builtin_cpu_supports); OPCHAIN_CPU_ISA=generic|avx2|avx512 in the environment overrides it.
-enum class Isa : uint8_t { Generic, Avx2, Avx512 };
+// (__builtin_cpu_supports, cpuid); OPCHAIN_CPU_ISA=generic|avx2|avx512|amx in the environment overrides it.
+// Amx is the avx512 path with the bf16 and int8 matmul tiles on Intel AMX (Note [AMX tier], amx.h); it
+// needs the full AVX-512 set (F/BW/VL/BF16/VNNI), AMX-TILE/BF16/INT8 and the kernel's permission for
+// the tile data state.
+enum class Isa : uint8_t { Generic, Avx2, Avx512, Amx };
+// Every tier, lowest first: what tests and benchmarks walk over (each skipped where unsupported).
+inline constexpr Isa kAllIsas[] = {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Amx};
 const char* isa_name(Isa isa);
 bool isa_supported(Isa isa);
 Isa active_isa();

@@ -533,6 +533,7 @@ const QuantKernels* quant_kernels() {
   }();
   switch (active_isa()) {
     case Isa::Avx512: return avx512_full ? &avx512q::kKernels : &avx2q::kKernels;  // AVX-512 without BF16/VNNI: the AVX2 tiles
+    case Isa::Amx: return &avx512q::kKernels;  // Amx implies the full AVX-512 set
     case Isa::Avx2: return &avx2q::kKernels;
     case Isa::Generic: return nullptr;
   }

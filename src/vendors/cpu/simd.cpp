@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/isa_target.h"
 
@@ -390,6 +391,7 @@ const char* isa_name(Isa isa) {
     case Isa::Generic: return "generic";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Amx: return "amx";
   }
   return "?";
 }
@@ -404,6 +406,8 @@ bool isa_supported(Isa isa) {
     case Isa::Avx512:
       __builtin_cpu_init();  // checks the OS saves zmm state too
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Amx:
+      return bf16_dot_supported() && amx_supported();
 #else
     default: return false;
 #endif
@@ -415,9 +419,10 @@ namespace {
 
 Isa detect_isa() {
   if (const char* env = std::getenv("OPCHAIN_CPU_ISA")) {
-    for (Isa i : {Isa::Generic, Isa::Avx2, Isa::Avx512})
+    for (Isa i : kAllIsas)
       if (std::string_view(env) == isa_name(i) && isa_supported(i)) return i;
   }
+  if (isa_supported(Isa::Amx)) return Isa::Amx;
   if (isa_supported(Isa::Avx512)) return Isa::Avx512;
   if (isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Generic;
@@ -444,6 +449,7 @@ const SimdKernels* simd_for(Isa isa) {
 #if OPCHAIN_CPU_X86
     case Isa::Avx2: return &avx2::kKernels;
     case Isa::Avx512: return &avx512::kKernels;
+    case Isa::Amx: return &avx512::kKernels;  // the avx512 loops; the matmul tiles differ (bf16_dot_gemm)
 #else
     default: return nullptr;
 #endif
@@ -466,7 +472,12 @@ bool bf16_dot_supported() {
 GemmTileFn bf16_dot_gemm() {
 #if OPCHAIN_CPU_X86
   static const bool supported = bf16_dot_supported();
-  return supported && active_isa() == Isa::Avx512 ? &avx512bf16::gemm_tile : nullptr;
+  if (!supported) return nullptr;
+  switch (active_isa()) {
+    case Isa::Avx512: return &avx512bf16::gemm_tile;
+    case Isa::Amx: return &avx512bf16::gemm_tile;
+    default: return nullptr;
+  }
 #else
   return nullptr;
 #endif

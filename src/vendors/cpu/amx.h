@@ -1,0 +1,31 @@
+#pragma once
+// Note [AMX tier]: Intel AMX (Sapphire Rapids and later) multiplies 16 x 64-byte tiles held in eight
+// tile registers: TDPBF16PS (bf16 pairs into f32) and TDPBUSD/TDPBSSD (int8 quads into int32). The
+// cpu vendor uses it for the bf16 and int8 matmul tiles of Isa::Amx; everything else on that tier runs
+// the avx512 loops. Before a thread may touch a tile register, the process must ask Linux for the tile
+// data state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; granted per process, for all its
+// threads) and the thread must load a tile configuration (LDTILECFG: rows and bytes per row of each
+// tile). amx_supported() does the first once; amx_configure() the second, skipping a configuration the
+// thread already holds.
+#include <cstdint>
+
+namespace opchain::cpu {
+
+// The CPU has AMX-TILE, AMX-BF16 and AMX-INT8 and the OS granted this process the tile data state.
+// Asked once; false on any other architecture.
+bool amx_supported();
+
+// The 64-byte LDTILECFG operand (palette 1).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};  // bytes per row of tile t (<= 64)
+  uint8_t rows[16] = {};    // rows of tile t (<= 16)
+};
+
+// Loads `cfg` into the calling thread's tile configuration unless it holds that one already. Only
+// valid where amx_supported().
+void amx_configure(const AmxTileConfig& cfg);
+
+}  // namespace opchain::cpu
