@@ -612,11 +612,21 @@ def test_full_queue_is_429_and_in_flight_requests_are_bounded(slow_server):
     slow_server.wait_metric("opchain_queue_depth", lambda v: v == 0, timeout=5)
     slow_server.wait_metric("opchain_running_sequences", lambda v: v == 0, timeout=5)
 
-    # At most two HTTP generation requests in flight.
-    a = open_stream(slow_server.port, {**LONG, "n": 4})
-    b = open_stream(slow_server.port, {**LONG, "n": 4})
-    read_until(a, b"data: ")
-    # b waits behind a's sequences (one runs at a time) but is in flight all the same.
+    # At most two HTTP generation requests in flight. Each asks for 8 x 480 tokens, one sequence at a
+    # time: seconds of work even on a fast machine, so both are still running when the third arrives.
+    a = open_stream(slow_server.port, {**LONG, "n": 8})
+    head_a = read_until(a, b"data: ")
+    assert head_a.startswith(b"HTTP/1.1 200"), head_a[:300]
+    b = open_stream(slow_server.port, {**LONG, "n": 8})
+    # b waits behind a's sequences (one runs at a time) but is in flight all the same; a refused b
+    # would answer at once, so a short read tells the two apart.
+    b.settimeout(0.5)
+    try:
+        head_b = b.recv(65536)
+    except socket.timeout:
+        head_b = b""
+    b.settimeout(30)
+    assert not head_b or head_b.startswith(b"HTTP/1.1 200"), head_b[:300]
     slow_server.wait_metric("opchain_requests_in_flight", lambda v: v == 2, timeout=5)
     status, _, data = raw(slow_server.port, "POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
     assert_error(status, data, 429, code="too_many_requests")
