@@ -339,9 +339,10 @@ void int8_tile(const Int8Tile& t) {
 const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile};
 
 // Isa::Amx: the AMX tile where quant_gemm packed the rows, else the vpdpbusd one (the same bits).
-// Problems of fewer than 4 rows stay on vpdpbusd: there a 16 x 16 TDPBSSD does 1 to 3 useful columns
-// in 16, and the packing and the transposed combine cost more than they save (the decode probe,
-// CpuPerf.DISABLED_QuantInt8Tiles).
+// Problems of fewer than 4 rows stay on vpdpbusd: a 16 x 16 TDPBSSD then does 1 to 3 useful columns in
+// 16, and with the weights in L2 the tile's strided loads make it 1.4-2x slower than vpdpbusd at 1-2
+// rows (from memory both run at the bandwidth; CpuPerf.DISABLED_QuantInt8Tiles). Both give the same
+// bits, so the choice by row count keeps results batch invariant.
 void int8_tile_amx(const Int8Tile& t) {
   if (t.xp) amx_int8_tile(t);
   else int8_tile(t);
