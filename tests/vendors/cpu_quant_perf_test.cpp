@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <random>
 
+#include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/isa_target.h"
+#include "vendors/cpu/quant_simd.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -72,6 +75,12 @@ TEST(CpuPerf, DISABLED_QuantLinearInCache) {  // 8 MB of weights: in the L3 cach
   }
 }
 
+// The int8 (W8A8) linear alone, over the row counts where the tile choice changes (Isa::Amx packs from
+// 4 rows): 32 MiB of weights, past the L2.
+TEST(CpuPerf, DISABLED_QuantLinearInt8) {
+  for (int64_t rows : {1, 2, 3, 4, 8, 32, 512}) time_quant_linear(DType::I8, 0, rows, 16384, 2048, rows >= 512 ? 3 : 20);
+}
+
 TEST(CpuPerf, DISABLED_QuantLinear) {
   time_bf16_linear(1, 151936, 2048, 10);
   time_bf16_linear(32, 18992, 2048, 10);
@@ -82,6 +91,121 @@ TEST(CpuPerf, DISABLED_QuantLinear) {
     time_quant_linear(DType::I8, 0, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);  // int8 channel
   }
 }
+
+// The int8 tile variants on one thread, taking turns per shape (the machine is shared, so each shape's
+// variants run back to back, three rounds): `rows` activation rows x `cols` weight rows x k = 2048, the
+// AMX one with its packing counted. 256 weight rows (512 KiB, in L2): the tiles' compute; 32768
+// (64 MiB): a stream from memory, as decode reads the experts.
+TEST(CpuPerf, DISABLED_QuantInt8Tiles) {
+  struct V {
+    const char* name;
+    cpu::Isa isa;
+    bool vnni;
+  };
+  std::vector<V> vs;
+  if (cpu::isa_supported(cpu::Isa::Avx2)) vs.push_back({"avx2", cpu::Isa::Avx2, false});
+  if (cpu::avx_vnni_supported()) vs.push_back({"avxvnni", cpu::Isa::Avx2, true});
+  if (cpu::isa_supported(cpu::Isa::Avx512)) vs.push_back({"avx512", cpu::Isa::Avx512, true});
+  if (cpu::isa_supported(cpu::Isa::Amx)) vs.push_back({"amx", cpu::Isa::Amx, true});
+  const cpu::Isa saved = cpu::active_isa();
+  const bool saved_vnni = cpu::avx_vnni_enabled();
+  std::mt19937 g(4);
+  const int64_t k = 2048;
+  for (int64_t cols : {256, 32768}) {
+    std::vector<int8_t> w(static_cast<size_t>(cols * k));
+    for (int8_t& v : w) v = static_cast<int8_t>(g());
+    std::vector<float> ws(static_cast<size_t>(cols), 1e-3f);
+    for (int64_t rows : {1, 2, 3, 4, 8, 16, 32, 64}) {
+      std::vector<int8_t> x(static_cast<size_t>(rows * k)), xp(static_cast<size_t>((rows + 15) / 16 * 16 * k));
+      for (int8_t& v : x) v = static_cast<int8_t>(randint(g, -127, 127));
+      std::vector<int32_t> sums(static_cast<size_t>(rows), 0);
+      std::vector<float> xs(static_cast<size_t>(rows), 1e-2f), out(static_cast<size_t>(rows * cols));
+      std::vector<double> best(vs.size(), 1e30);
+      const int reps = cols > 256 ? 3 : 40;
+      for (int round = 0; round < 3; ++round)
+        for (size_t vi = 0; vi < vs.size(); ++vi) {
+          cpu::set_active_isa(vs[vi].isa);
+          cpu::set_avx_vnni_enabled(vs[vi].vnni);
+          const cpu::QuantKernels* qk = cpu::quant_kernels();
+          auto once = [&] {
+            cpu::Int8Tile t{x.data(), k, xs.data(), sums.data(), w.data(), k, ws.data(), nullptr, k, out.data(), cols, rows, cols};
+            if (qk->int8_pack) {
+              for (int64_t b = 0; b < rows; b += 16) qk->int8_pack(x.data() + b * k, k, std::min<int64_t>(16, rows - b), xp.data() + b * k);
+              t.xp = xp.data();
+            }
+            qk->int8_tile(t);
+          };
+          once();
+          const double t0 = seconds_now();
+          for (int i = 0; i < reps; ++i) once();
+          best[vi] = std::min(best[vi], (seconds_now() - t0) / reps);
+        }
+      std::printf("int8 tile %lld rows x %lld cols x k %lld:", static_cast<long long>(rows), static_cast<long long>(cols),
+                  static_cast<long long>(k));
+      for (size_t vi = 0; vi < vs.size(); ++vi)
+        std::printf("  %s %.3f ms (%.0f GMAC/s, %.1f GB/s)", vs[vi].name, best[vi] * 1e3,
+                    static_cast<double>(rows * cols * k) / best[vi] / 1e9, static_cast<double>(cols * k) / best[vi] / 1e9);
+      std::printf("\n");
+    }
+  }
+  cpu::set_active_isa(saved);
+  cpu::set_avx_vnni_enabled(saved_vnni);
+}
+
+#if OPCHAIN_CPU_X86
+OPCHAIN_TARGET_BEGIN("amx-tile,amx-int8")
+// Four independent 16 x 16 x 64 dot products per iteration on tiles that never leave the registers:
+// the AMX int8 unit's own rate, no memory involved.
+template <bool kSigned>
+double amx_int8_loop(int64_t iters) {
+  alignas(64) static int8_t src[16 * 64] = {1};
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const double t0 = seconds_now();
+  for (int64_t i = 0; i < iters; ++i) {
+    if constexpr (kSigned) {
+      _tile_dpbssd(0, 4, 6);
+      _tile_dpbssd(1, 4, 7);
+      _tile_dpbssd(2, 5, 6);
+      _tile_dpbssd(3, 5, 7);
+    } else {
+      _tile_dpbusd(0, 4, 6);
+      _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  }
+  const double sec = seconds_now() - t0;
+  alignas(64) static int32_t sink[16 * 16];
+  _tile_stored(0, sink, 64);
+  return sec;
+}
+OPCHAIN_TARGET_END()
+
+TEST(CpuPerf, DISABLED_AmxInt8Peak) {
+  if (!cpu::amx_supported()) GTEST_SKIP() << "no AMX";
+  cpu::AmxTileConfig cfg;
+  for (int i = 0; i < 8; ++i) {
+    cfg.rows[i] = 16;
+    cfg.colsb[i] = 64;
+  }
+  cpu::amx_configure(cfg);
+  const int64_t iters = 2000000;
+  for (int round = 0; round < 3; ++round)
+    for (bool sign : {false, true}) {
+      const double sec = sign ? amx_int8_loop<true>(iters) : amx_int8_loop<false>(iters);
+      const double ops = 2.0 * 4 * 16 * 16 * 64 * static_cast<double>(iters);  // a multiply and an add per MAC
+      std::printf("%s register-only, one thread: %.0f GOP/s (%.1f ns per instruction)\n", sign ? "TDPBSSD" : "TDPBUSD", ops / sec / 1e9,
+                  sec / (4.0 * static_cast<double>(iters)) * 1e9);
+    }
+}
+#endif
 
 }  // namespace
 }  // namespace opchain::harness

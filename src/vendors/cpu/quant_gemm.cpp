@@ -12,6 +12,9 @@ namespace opchain::cpu {
 namespace {
 
 constexpr int64_t kRowTile = 64, kColTile = 64, kMaxDecodeColTile = 1024;
+constexpr int64_t kPrepRows = 16;  // rows per preparation chunk
+// Int8Tile::xp starts a packed block at each tile's first row, and each preparation chunk packs whole blocks.
+static_assert(kRowTile % kInt8PackRows == 0 && kPrepRows % kInt8PackRows == 0);
 
 // One problem's activations as its activation form prepares them, row by row: once per call, before
 // any tile (every column tile of a row reads the same prepared row).
@@ -23,6 +26,7 @@ struct Prepared {
   int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
   int64_t ld8 = 0;
   int32_t* sums = nullptr;  // Int8Token: each row's code sum
+  int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
   float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
   void* x4 = nullptr;        // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
@@ -34,6 +38,9 @@ bool int4_tile_fits(const QuantKernels* qk, const QuantParams& q, ActivationForm
   return qk && form == ActivationForm::Bf16 && q.scheme == QuantScheme::Int4Group && q.group_of.is_null() && q.group_size > 0 &&
          q.in_features % qk->int4_chunk == 0 && q.group_size % qk->int4_chunk == 0;
 }
+
+// Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
+bool packs_int8(const QuantKernels* qk, const QuantGemmProblem& p) { return qk && qk->int8_pack && p.rows >= qk->int8_pack_rows; }
 
 struct Item {
   uint32_t problem;
@@ -89,6 +96,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
     t.ldo = p.ldo;
     t.rows = it.r1 - it.r0;
     t.cols = cols;
+    t.xp = a.packed ? a.packed + it.r0 * a.ld8 : nullptr;
     qk->int8_tile(t);
     add_bias(p, it);
     return;
@@ -188,6 +196,9 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
         }
         std::fill(row + in, row + a.ld8, int8_t{0});
       }
+      if (a.packed)  // once per call: every column tile of these rows reads the packed blocks
+        for (int64_t b = r0; b < r1; b += kInt8PackRows)
+          qk->int8_pack(a.codes + b * a.ld8, a.ld8, std::min(kInt8PackRows, r1 - b), a.packed + b * a.ld8);
       return;
     case ActivationForm::Fp8Group: {
       thread_local std::vector<uint8_t> f8;
@@ -210,12 +221,12 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   // Prepare every problem's activations first (in parallel over rows), in the caller's scratch.
   thread_local std::vector<Prepared> prep_buf;
   thread_local std::vector<float> val_buf, scale_buf;
-  thread_local std::vector<int8_t> code_buf;
+  thread_local std::vector<int8_t> code_buf, pack_buf;
   thread_local std::vector<int32_t> sum_buf;
   thread_local std::vector<char> x4_buf;
   std::vector<Prepared>& prep = prep_buf;
   prep.assign(count, Prepared{});
-  size_t val_total = 0, code_total = 0, scale_total = 0, sum_total = 0, x4_total = 0;
+  size_t val_total = 0, code_total = 0, scale_total = 0, sum_total = 0, x4_total = 0, pack_total = 0;
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
@@ -232,6 +243,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       code_total += static_cast<size_t>(p.rows * a.ld8);
       scale_total += static_cast<size_t>(p.rows);
       sum_total += static_cast<size_t>(p.rows);
+      if (packs_int8(qk, p)) pack_total += static_cast<size_t>((p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8);
     }
     if (a.form == ActivationForm::Fp8Group) {
       a.group = p.q->act_group > 0 ? p.q->act_group : in;
@@ -244,6 +256,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   float* scales = scratch(scale_buf, std::max<size_t>(scale_total, 1));
   int32_t* sums = scratch(sum_buf, std::max<size_t>(sum_total, 1));
   char* x4 = scratch(x4_buf, std::max<size_t>(x4_total, 1));
+  int8_t* packed = scratch(pack_buf, std::max<size_t>(pack_total, 1));
   // Each problem's share of the buffers first, then its rows prepared in parallel (chunks of rows over
   // every problem: a prefill's one big problem and an MoE step's many small ones both spread).
   struct PrepChunk {
@@ -282,6 +295,10 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         codes += p.rows * a.ld8;
         scales += p.rows;
         sums += p.rows;
+        if (packs_int8(qk, p)) {
+          a.packed = packed;
+          packed += (p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8;
+        }
         break;
       case ActivationForm::Fp8Group:
         a.values = a.values_out = vals;
@@ -291,7 +308,6 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         scales += p.rows * a.groups;
         break;
     }
-    constexpr int64_t kPrepRows = 16;
     for (int64_t r0 = 0; r0 < p.rows; r0 += kPrepRows)
       chunks.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kPrepRows, p.rows)});
     prep_cost += p.rows * in;

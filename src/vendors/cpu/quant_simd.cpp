@@ -3,8 +3,11 @@
 #include "vendors/cpu/quant_simd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 #include "core/dtype.h"
@@ -335,6 +338,18 @@ void int8_tile(const Int8Tile& t) {
 
 const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile};
 
+// Isa::Amx: the AMX tile where quant_gemm packed the rows, else the vpdpbusd one (the same bits).
+// Problems of fewer than 4 rows stay on vpdpbusd: a 16 x 16 TDPBSSD then does 1 to 3 useful columns in
+// 16, and with the weights in L2 the tile's strided loads make it 1.4-2x slower than vpdpbusd at 1-2
+// rows (from memory both run at the bandwidth; CpuPerf.DISABLED_QuantInt8Tiles). Both give the same
+// bits, so the choice by row count keeps results batch invariant.
+void int8_tile_amx(const Int8Tile& t) {
+  if (t.xp) amx_int8_tile(t);
+  else int8_tile(t);
+}
+constexpr int64_t kAmxPackRows = 4;
+const QuantKernels kAmxKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows};
+
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
 
@@ -520,9 +535,100 @@ const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_prepare,
 
 }  // namespace opchain::cpu::avx2q
 OPCHAIN_TARGET_END()
+
+// AVX-VNNI (VEX vpdpbusd on ymm: Alder Lake and later client cores, Sapphire Rapids, Zen 5): the avx2q
+// int8 tile's blocking with one vpdpbusd per 32 products instead of vpmaddubsw + vpmaddwd + vpaddd,
+// on the weight codes flipped to w + 128 as avx512q does (the activation codes are signed).
+OPCHAIN_TARGET_BEGIN("avx2,fma,f16c,avxvnni")
+namespace opchain::cpu::avxvnniq {
+
+template <int R, int C>
+inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  __m256i acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
+  alignas(32) int8_t tail[C][32];
+  for (int64_t i = 0; i < t.k; i += 32) {
+    __m256i w[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const int8_t* src = t.w + (c0 + c) * t.ldw + i;
+      if (t.k - i >= 32) {
+        w[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+      } else {  // past k the activation codes are zero, so the flipped padding adds nothing
+        std::memset(tail[c], 0, 32);
+        std::memcpy(tail[c], src, static_cast<size_t>(t.k - i));
+        w[c] = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail[c]));
+      }
+      w[c] = _mm256_xor_si256(w[c], flip);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.x + (r0 + r) * t.ldx + i));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_dpbusd_avx_epi32(acc[r][c], w[c], x);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    const int64_t offset = 128 + (t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const int64_t total = static_cast<int64_t>(avx2q::reduce_epi32(acc[r][c])) - offset * t.x_sums[r0 + r];
+      t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
+    }
+  }
+}
+
+void int8_tile(const Int8Tile& t) {
+  int64_t c = 0;
+  for (; c + 4 <= t.cols; c += 4)
+    for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+const QuantKernels kKernels = {avx2q::kChunk, 4, avx2q::int4_prepare, avx2q::int4_tile, avx2q::int8_prepare, int8_tile};
+
+}  // namespace opchain::cpu::avxvnniq
+OPCHAIN_TARGET_END()
 #endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
+
+namespace {
+
+std::atomic<bool>& avx_vnni_slot() {
+  static std::atomic<bool> on{[] {
+    const char* env = std::getenv("OPCHAIN_CPU_AVXVNNI");
+    return avx_vnni_supported() && !(env && std::string_view(env) == "0");
+  }()};
+  return on;
+}
+
+}  // namespace
+
+bool avx_vnni_supported() {
+#if OPCHAIN_CPU_X86
+  static const bool ok = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
+bool avx_vnni_enabled() { return avx_vnni_slot().load(std::memory_order_relaxed); }
+
+bool set_avx_vnni_enabled(bool on) {
+  if (on && !avx_vnni_supported()) return false;
+  avx_vnni_slot().store(on, std::memory_order_relaxed);
+  return true;
+}
 
 const QuantKernels* quant_kernels() {
 #if OPCHAIN_CPU_X86
@@ -531,10 +637,11 @@ const QuantKernels* quant_kernels() {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
            __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
   }();
+  const QuantKernels* avx2 = avx_vnni_enabled() ? &avxvnniq::kKernels : &avx2q::kKernels;
   switch (active_isa()) {
-    case Isa::Avx512: return avx512_full ? &avx512q::kKernels : &avx2q::kKernels;  // AVX-512 without BF16/VNNI: the AVX2 tiles
-    case Isa::Amx: return &avx512q::kKernels;  // Amx implies the full AVX-512 set
-    case Isa::Avx2: return &avx2q::kKernels;
+    case Isa::Avx512: return avx512_full ? &avx512q::kKernels : avx2;  // AVX-512 without BF16/VNNI: the AVX2 tiles
+    case Isa::Amx: return &avx512q::kAmxKernels;  // Amx implies the full AVX-512 set
+    case Isa::Avx2: return avx2;
     case Isa::Generic: return nullptr;
   }
 #endif

@@ -8,8 +8,11 @@
 //     zero is subtracted in integers and f32 FMAs run on the bf16-rounded values. Each group's partial dot
 //     is scaled into an f32 accumulator; no weight is ever widened in memory.
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
-//     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI), vpmaddubsw on |w| and sign(x, w)
-//     (AVX2; activation codes lie in [-127, 127], so no pair sum saturates).
+//     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI; on the
+//     Avx2 tier the VEX form on ymm where the CPU has AVX-VNNI), vpmaddubsw on |w| and sign(x, w) (AVX2
+//     without AVX-VNNI; activation codes lie in [-127, 127], so no pair sum saturates), and on Isa::Amx
+//     TDPBSSD on 16 weight rows x 16 activation rows at a time (amx_quant.cpp). The int32 sums are the
+//     same on every path, so every int8 path gives the same bits.
 // Every output element is one fixed sequence of operations over its own row and weight row (Note [cpu
 // kernels]): the tile shape never changes a value.
 #include <cstdint>
@@ -44,7 +47,13 @@ struct Int8Tile {
   int64_t k = 0;
   float* out = nullptr;
   int64_t ldo = 0, rows = 0, cols = 0;
+  // Optional: the same rows as QuantKernels::int8_pack lays them out, from the tile's first row (which
+  // starts a block of kInt8PackRows). Null: the tile reads x.
+  const int8_t* xp = nullptr;
 };
+
+// Rows per QuantKernels::int8_pack block.
+inline constexpr int64_t kInt8PackRows = 16;
 
 struct QuantKernels {
   // int4: in_features and group_size must be multiples of int4_chunk (else the generic path runs).
@@ -58,9 +67,25 @@ struct QuantKernels {
   // One activation row as quantize_row_int8 codes it (the same codes and scale), and the codes' sum.
   float (*int8_prepare)(const float* x, int64_t k, int8_t* codes, int32_t* sum) = nullptr;
   void (*int8_tile)(const Int8Tile&) = nullptr;
+  // Optional (null: none). Up to kInt8PackRows activation rows (int8_prepare's codes, ldx apart, ldx a
+  // multiple of 64) into one block of kInt8PackRows * ldx bytes in the int8 tile's own layout, rows past
+  // `rows` zero. quant_gemm packs problems of at least int8_pack_rows rows and passes Int8Tile::xp.
+  void (*int8_pack)(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out) = nullptr;
+  int64_t int8_pack_rows = 0;
 };
 
 // The kernels of the active ISA, or null where only the generic path exists.
 const QuantKernels* quant_kernels();
+
+// The Avx2 tier's int8 tile is AVX-VNNI's vpdpbusd where the CPU has avx_vnni (unless
+// OPCHAIN_CPU_AVXVNNI=0 is in the environment), else vpmaddubsw. Tests and benchmarks: choose;
+// false (and nothing changes) when asked for AVX-VNNI on a CPU without it.
+bool avx_vnni_supported();
+bool avx_vnni_enabled();
+bool set_avx_vnni_enabled(bool on);
+
+// amx_quant.cpp: Isa::Amx's int8 tile (needs Int8Tile::xp) and its activation packing.
+void amx_int8_tile(const Int8Tile& t);
+void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out);
 
 }  // namespace opchain::cpu
