@@ -28,4 +28,9 @@ struct alignas(64) AmxTileConfig {
 // valid where amx_supported().
 void amx_configure(const AmxTileConfig& cfg);
 
+struct GemmTile;  // simd.h
+// The Amx tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h): the contract of
+// GemmTileFn on bf16 weights, on TDPBF16PS. Only valid where amx_supported() and avx512_bf16.
+void amx_bf16_gemm_tile(const GemmTile& t);
+
 }  // namespace opchain::cpu
