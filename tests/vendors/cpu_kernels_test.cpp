@@ -112,23 +112,24 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
 constexpr int64_t kBatch = 37;
 const int64_t kProbeRows[] = {0, 1, 17, 36};
 
-void check_linear_invariance(DType dt) {
+void check_linear_invariance(DType dt, MatmulPrecision p = MatmulPrecision::F32) {
   std::mt19937 g(7);
   const int64_t in = 257, out_f = 200;  // odd K (a partial vector), N not a tile multiple
   Tensor x = rand_f32(g, {kBatch, in});
   Tensor w = rand_tensor(g, dt, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, dt, {out_f});
   const auto k = cpu_kernel<OpType::Linear>(dt);
   Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
-  k.fn(LinearArgs{x, w, b, full});
+  k.fn(LinearArgs{x, w, b, full, p});
   for (int64_t r : kProbeRows) {
     Tensor one = Tensor::empty(DType::F32, {1, out_f});
-    k.fn(LinearArgs{x.slice_rows(r, r + 1), w, b, one});
+    k.fn(LinearArgs{x.slice_rows(r, r + 1), w, b, one, p});
     EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
-        << "linear " << dtype_name(dt) << " row " << r << " differs alone vs in a batch of " << kBatch;
+        << "linear " << dtype_name(dt) << " precision " << matmul_precision_name(p) << " row " << r
+        << " differs alone vs in a batch of " << kBatch;
   }
   // and a sub-batch of 7 rows
   Tensor part = Tensor::empty(DType::F32, {7, out_f});
-  k.fn(LinearArgs{x.slice_rows(10, 17), w, b, part});
+  k.fn(LinearArgs{x.slice_rows(10, 17), w, b, part, p});
   EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(10, 17).raw(), part.nbytes()), 0) << "linear rows 10..16";
 }
 
@@ -138,6 +139,7 @@ TEST(CpuBatchInvariance, Linear) {
     SCOPED_TRACE(cpu::isa_name(isa));
     ASSERT_TRUE(cpu::set_active_isa(isa));
     for (DType dt : {DType::F32, DType::BF16, DType::F16}) check_linear_invariance(dt);
+    check_linear_invariance(DType::BF16, MatmulPrecision::Bf16);  // Note [bf16 dot]: vdpbf16ps, AMX tiles
   }
 }
 
@@ -209,12 +211,13 @@ MoeProblem make_moe(DType dt, int64_t n) {
   return p;
 }
 
-Tensor run_moe(const MoeProblem& p, int64_t r0, int64_t r1, DType dt) {
+Tensor run_moe(const MoeProblem& p, int64_t r0, int64_t r1, DType dt, MatmulPrecision prec = MatmulPrecision::F32) {
   Tensor out = Tensor::empty(DType::F32, {r1 - r0, p.hidden.size(1)});
   MoeMetadata meta;
   meta.num_tokens = r1 - r0;
   cpu_kernel<OpType::FusedMoe>(dt).fn(FusedMoeArgs{p.hidden.slice_rows(r0, r1), p.experts.get(),
-                                                   p.weights.slice_rows(r0, r1), p.ids.slice_rows(r0, r1), out, &meta});
+                                                   p.weights.slice_rows(r0, r1), p.ids.slice_rows(r0, r1), out, &meta,
+                                                   prec});
   return out;
 }
 
@@ -222,13 +225,15 @@ TEST(CpuBatchInvariance, FusedMoe) {
   EnvGuard guard;
   for (cpu::Isa isa : supported_isas()) {
     ASSERT_TRUE(cpu::set_active_isa(isa));
-    for (DType dt : {DType::F32, DType::BF16}) {
+    for (auto [dt, prec] : {std::pair{DType::F32, MatmulPrecision::F32}, std::pair{DType::BF16, MatmulPrecision::F32},
+                            std::pair{DType::BF16, MatmulPrecision::Bf16}}) {
       const MoeProblem p = make_moe(dt, kBatch);
-      const Tensor full = run_moe(p, 0, kBatch, dt);
+      const Tensor full = run_moe(p, 0, kBatch, dt, prec);
       for (int64_t r : kProbeRows) {
-        const Tensor one = run_moe(p, r, r + 1, dt);
+        const Tensor one = run_moe(p, r, r + 1, dt, prec);
         EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
-            << "fused_moe " << dtype_name(dt) << " [" << cpu::isa_name(isa) << "] row " << r;
+            << "fused_moe " << dtype_name(dt) << " precision " << matmul_precision_name(prec) << " ["
+            << cpu::isa_name(isa) << "] row " << r;
       }
     }
   }

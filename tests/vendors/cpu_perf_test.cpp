@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <random>
 
+#include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/isa_target.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -211,3 +213,88 @@ TEST(CpuPerf, DISABLED_StreamVsProbe) {
 
 }  // namespace
 }  // namespace opchain::harness
+
+// Register-only peaks of the two bf16 dot instructions on one thread, the ceiling the matmul figures
+// above are a fraction of: vdpbf16ps (32 products, 64 flop, 12 independent accumulators so latency
+// hides) and TDPBF16PS (16 x 16 x 32: 16384 flop; four C tiles from two A and two B tiles, as the
+// Amx tile's 2 x 2 block).
+#if OPCHAIN_CPU_X86
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16")
+namespace opchain::harness {
+namespace {
+float vdpbf16ps_loop(int64_t iters) {
+  __m512 acc[12];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00)), y = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00));
+  for (int64_t i = 0; i < iters; ++i) {
+    asm("" : "+v"(x), "+v"(y));
+#pragma GCC unroll 12
+    for (__m512& a : acc) a = _mm512_dpbf16_ps(a, x, y);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+}  // namespace
+}  // namespace opchain::harness
+OPCHAIN_TARGET_END()
+
+OPCHAIN_TARGET_BEGIN("amx-tile,amx-bf16")
+namespace opchain::harness {
+namespace {
+float tdpbf16ps_loop(int64_t iters) {
+  cpu::AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  cpu::amx_configure(cfg);
+  alignas(64) static uint16_t src[512];
+  alignas(64) static float out[256];
+  for (uint16_t& v : src) v = 0x3c00;  // 2^-7: sums stay finite
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  asm volatile("" ::: "memory");
+  _tile_loadd(4, src, 64);
+  _tile_loadd(5, src, 64);
+  _tile_loadd(6, src, 64);
+  _tile_loadd(7, src, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  return out[0];
+}
+}  // namespace
+}  // namespace opchain::harness
+OPCHAIN_TARGET_END()
+
+namespace opchain::harness {
+namespace {
+TEST(CpuPerf, DISABLED_Bf16DotPeak) {
+  if (!cpu::bf16_dot_supported()) {
+    GTEST_SKIP() << "no avx512_bf16";
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    const int64_t it = 20'000'000;
+    double t0 = cpu_seconds();
+    const float a = vdpbf16ps_loop(it);
+    double s = cpu_seconds() - t0;
+    std::printf("vdpbf16ps register loop: %.1f GFLOP/s per core (%g)\n", 12.0 * 64 * it / s * 1e-9, a);
+    if (!cpu::amx_supported()) continue;
+    const int64_t tit = 1'000'000;
+    t0 = cpu_seconds();
+    const float b = tdpbf16ps_loop(tit);
+    s = cpu_seconds() - t0;
+    std::printf("tdpbf16ps register loop: %.1f GFLOP/s per core, %.2f ns per TDPBF16PS (%g)\n",
+                4.0 * 16384 * tit / s * 1e-9, s * 1e9 / (4.0 * tit), b);
+  }
+}
+}  // namespace
+}  // namespace opchain::harness
+#endif  // OPCHAIN_CPU_X86

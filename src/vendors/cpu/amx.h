@@ -7,6 +7,16 @@
 // threads) and the thread must load a tile configuration (LDTILECFG: rows and bytes per row of each
 // tile). amx_supported() does the first once; amx_configure() the second, skipping a configuration the
 // thread already holds.
+// The bf16 tile (amx_gemm.cpp) and batch invariance: every tile is configured 16 rows x 64 bytes, always;
+// an output element is one element of one C tile, zeroed, then TDPBF16PS over k in 32-wide chunks in
+// order from 0, the last chunk zero-padded (weights and activations), never split across k or across
+// tiles, then stored. Its value so depends only on its activation row, its weight row and k: not on the
+// rows in the call, its row's or weight row's place in a tile, the blocking or the thread. TDPBF16PS
+// rounds RNE and treats bf16 denormal inputs as zero and flushes denormal results (as vdpbf16ps), so the
+// tier's bits differ from the Avx512 tier's (another summation order), never from one call to the next.
+// Because of that the Amx tier runs this tile for every row count, decode's single row included: there
+// a 16 x 16 x 32 product consumes 1 KiB of weights per ~16 cycles, far beyond memory bandwidth, so
+// batch-1 decode stays memory bound without a vdpbf16ps fallback that would sum in another order.
 #include <cstdint>
 
 namespace opchain::cpu {
@@ -27,5 +37,10 @@ struct alignas(64) AmxTileConfig {
 // Loads `cfg` into the calling thread's tile configuration unless it holds that one already. Only
 // valid where amx_supported().
 void amx_configure(const AmxTileConfig& cfg);
+
+struct GemmTile;  // simd.h
+// The Amx tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h): the contract of
+// GemmTileFn on bf16 weights, on TDPBF16PS. Only valid where amx_supported() and avx512_bf16.
+void amx_bf16_gemm_tile(const GemmTile& t);
 
 }  // namespace opchain::cpu

@@ -33,10 +33,11 @@ bool set_active_isa(Isa isa);
 
 // Note [bf16 dot]: linear, grouped_matmul and fused_moe called with MatmulPrecision::Bf16 on bf16
 // weights (Note [Matmul precision]) round the tile's activations to bf16 once and multiply with
-// AVX512_BF16 vdpbf16ps against the weights as stored, accumulating in f32: 32 products per
-// instruction and no widening. Where the CPU lacks avx512_bf16 (or the active ISA is not avx512) the
-// same rounded activations go through the f32 kernels instead: same contract, other summation order.
-// Both are batch invariant and thread-count deterministic.
+// AVX512_BF16 vdpbf16ps (Isa::Avx512) or AMX TDPBF16PS (Isa::Amx, every row count: Note [AMX tier])
+// against the weights as stored, accumulating in f32: no widening, no repacked weights. Where the CPU
+// lacks avx512_bf16 (or the active ISA is neither) the same rounded activations go through the f32
+// kernels instead: same contract, other summation order. Each tier has its own summation order; every
+// one is batch invariant and thread-count deterministic.
 bool bf16_dot_supported();
 
 }  // namespace cpu

@@ -475,7 +475,7 @@ GemmTileFn bf16_dot_gemm() {
   if (!supported) return nullptr;
   switch (active_isa()) {
     case Isa::Avx512: return &avx512bf16::gemm_tile;
-    case Isa::Amx: return &avx512bf16::gemm_tile;
+    case Isa::Amx: return &amx_bf16_gemm_tile;  // every row count: Note [AMX tier]
     default: return nullptr;
   }
 #else
