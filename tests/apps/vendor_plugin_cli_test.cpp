@@ -18,6 +18,8 @@ nlohmann::json generate_json(const std::string& extra) {
   const auto r = test::run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") +
                                    " --prompt \"The cat\" --temperature 0 --max-new-tokens 16 --json " + extra);
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The example's kernels are capture-safe: decode replays graphs with them, as with cpu.
+  EXPECT_EQ(r.err.find("graph mode off"), std::string::npos) << r.err;
   return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
 }
 
@@ -31,6 +33,27 @@ TEST(VendorPluginCli, GoldenModelGeneratesTheSameTokensAsCpu) {
     EXPECT_EQ(ex["ids"], cpu["ids"]) << precision;
     EXPECT_EQ(ex["ids"].size(), 16u) << ex.dump();
   }
+}
+
+// A plugin kernel without OC_KERNEL_CAPTURE_SAFE is never recorded into a graph: capture refuses it
+// by name (as for any vendor's kernel, Note [Graph capture]), and --eager runs it with cpu's tokens.
+TEST(VendorPluginCli, KernelNotCaptureSafeIsNeverCaptured) {
+  const std::string args = "generate --model " + test::model_dir("trained-qwen3-moe") +
+                           " --prompt \"The cat\" --temperature 0 --max-new-tokens 8 --json ";
+  const std::string nocapture = "--vendor-plugin " + plugin("test_plugin_nocapture") + " --vendor nocapture";
+  const auto graph = test::run_opchain(args + nocapture);
+  EXPECT_EQ(graph.exit_code, 1);
+  EXPECT_EQ(graph.err.rfind("opchain: error: cannot capture a graph: kernel 'nocapture::rms_norm_bf16' (op rms_norm, bf16, "
+                            "vendor 'nocapture'",
+                            0),
+            0u)
+      << graph.err;
+  EXPECT_NE(graph.err.find("is not capture-safe"), std::string::npos) << graph.err;
+  const auto cpu = test::run_opchain(args + "--vendor cpu");
+  const auto eager = test::run_opchain(args + nocapture + " --eager");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_EQ(eager.exit_code, 0) << eager.err;
+  EXPECT_EQ(nlohmann::json::parse(eager.out)["ids"], nlohmann::json::parse(cpu.out)["ids"]);
 }
 
 TEST(VendorPluginCli, TraceChainShowsTheResolvedVendor) {

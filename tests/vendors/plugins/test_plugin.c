@@ -29,7 +29,16 @@ MAYBE_UNUSED static int32_t rms_norm_f32(const oc_arg* args, size_t n, void* use
     float ss = 0.0f;
     for (int64_t c = 0; c < h; ++c) ss += xr[c] * xr[c];
     const float inv = 1.0f / sqrtf(ss / (float)h + args[2].value.f32);
-    for (int64_t c = 0; c < h; ++c) ((float*)out->data)[r * h + c] = xr[c] * inv * ((const float*)w->data)[c];
+    for (int64_t c = 0; c < h; ++c) {
+      float wc;
+      if (w->dtype == OC_DTYPE_BF16) {
+        const uint32_t bits = (uint32_t)((const uint16_t*)w->data)[c] << 16;
+        memcpy(&wc, &bits, 4);
+      } else {
+        wc = ((const float*)w->data)[c];
+      }
+      ((float*)out->data)[r * h + c] = xr[c] * inv * wc;
+    }
   }
   return OC_STATUS_OK;
 }
@@ -69,6 +78,14 @@ static const oc_kernel_def kKernels[] = {
 #define VENDOR "testplug"
 #define FALLBACK "cpu"
 #define STEP count_steps
+#elif defined(TEST_PLUGIN_nocapture)
+/* Correct kernels without OC_KERNEL_CAPTURE_SAFE: a model using them must decode eagerly. */
+static const oc_kernel_def kKernels[] = {
+    {"rms_norm", OC_DTYPE_F32, 0, "nocapture::rms_norm_f32", rms_norm_f32},
+    {"rms_norm", OC_DTYPE_BF16, 0, "nocapture::rms_norm_bf16", rms_norm_f32},
+};
+#define VENDOR "nocapture"
+#define FALLBACK "cpu"
 #elif defined(TEST_PLUGIN_failing)
 static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, "failplug::rms_norm", always_fails}};
 #define VENDOR "failplug"
@@ -108,7 +125,7 @@ static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CA
 #define MAJOR OPCHAIN_VENDOR_ABI_MAJOR
 #endif
 
-static const oc_vendor_plugin kPlugin = {MAJOR, 0, VENDOR, FALLBACK, kKernels, sizeof kKernels / sizeof kKernels[0], STEP, NULL};
+MAYBE_UNUSED static const oc_vendor_plugin kPlugin = {MAJOR, 0, VENDOR, FALLBACK, kKernels, sizeof kKernels / sizeof kKernels[0], STEP, NULL};
 
 #if defined(TEST_PLUGIN_no_entry)
 /* Misspelt entry point: the loader finds no opchain_vendor_plugin_init. */
