@@ -13,6 +13,8 @@ echo "== release build"
 scripts/build.sh release
 echo "== release tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
+echo "== vendor plugin outside the tree (install, find_package, build examples/vendor-plugin, generate)"
+scripts/test_vendor_plugin.sh build
 
 echo "== ASan + UBSan build"
 scripts/build.sh asan

@@ -3,6 +3,8 @@
 
 #include "apps/opchain/commands.h"
 #include "core/error.h"
+#include "vendors/builtin_vendors.h"
+#include "vendors/plugin_loader.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"opchain: an inference engine for Mixture-of-Experts LLMs"};
@@ -24,12 +26,25 @@ int main(int argc, char** argv) {
   add(opchain::cli::add_bench_command(app));
   add(opchain::cli::add_align_command(app));
   add(opchain::cli::add_serve_command(app));
+  // Every command that picks a vendor (and `ops`, which lists them) takes plugin vendors too; they
+  // load into the process-wide registry before the command runs (vendors/plugin_loader.h).
+  std::vector<std::string> plugins;
+  std::vector<CLI::App*> with_plugins;
+  for (auto& [sub, run] : commands) {
+    if (!sub->get_option_no_throw("--vendor") && sub->get_name() != "ops") continue;
+    sub->add_option("--vendor-plugin", plugins,
+                    "load a vendor plugin (a shared library built against include/opchain/vendor_abi.h); "
+                    "repeatable; also OPCHAIN_VENDOR_PLUGINS=path:path");
+    with_plugins.push_back(sub);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
   try {
+    for (CLI::App* sub : with_plugins)
+      if (sub->parsed()) opchain::load_vendor_plugins(opchain::builtin_registry(), plugins);
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
   } catch (const opchain::Error& e) {

@@ -85,6 +85,9 @@ class DefaultOpsBackend final : public OpsBackend {
     moe.x_active_mask = ctx.x_active_mask_storage;
     uint8_t* mask = ctx.x_active_mask_storage.data<uint8_t>();
     for (int64_t t = 0; t < n; ++t) mask[t] = t < real ? 1 : 0;
+    // A plugin vendor's own hook runs last, on the filled metadata (Note [Vendor fallback] in ops/registry.h).
+    if (const VendorInfo* info = registry_.vendor_info(vendor_); info && info->on_step_context)
+      info->on_step_context(ctx.attn, ctx.moe);
   }
 
  private:

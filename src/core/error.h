@@ -29,4 +29,11 @@ class InvalidArgumentError : public Error {
   using Error::Error;
 };
 
+// A vendor plugin that cannot load, or one of its kernels or hooks reporting an error; what() names
+// the plugin's path (Note [Vendor ABI] in include/opchain/vendor_abi.h).
+class VendorPluginError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace opchain

@@ -53,8 +53,35 @@ const KernelEntry* Registry::find(OpType op, const std::string& vendor, DType dt
   return it == entries_.end() ? nullptr : &it->second;
 }
 
+const KernelEntry* Registry::find_with_fallback(OpType op, const std::string& vendor, DType dtype) const {
+  std::string v = vendor;
+  for (size_t hops = 0; hops <= vendor_info_.size(); ++hops) {  // set_vendor_info refuses loops
+    if (const KernelEntry* e = find(op, v, dtype)) return e;
+    const VendorInfo* info = vendor_info(v);
+    if (!info || info->fallback.empty()) return nullptr;
+    v = info->fallback;
+  }
+  return nullptr;
+}
+
+void Registry::set_vendor_info(const std::string& vendor, VendorInfo info) {
+  std::string chain = vendor;
+  for (std::string v = info.fallback; !v.empty();) {
+    chain += " -> " + v;
+    if (v == vendor) throw UnsupportedOpError("vendor fallback loops: " + chain);
+    const VendorInfo* next = this->vendor_info(v);
+    v = next ? next->fallback : std::string();
+  }
+  vendor_info_[vendor] = std::move(info);
+}
+
+const VendorInfo* Registry::vendor_info(const std::string& vendor) const {
+  auto it = vendor_info_.find(vendor);
+  return it == vendor_info_.end() ? nullptr : &it->second;
+}
+
 const KernelEntry& Registry::resolve(OpType op, const std::string& vendor, DType dtype) const {
-  if (const KernelEntry* e = find(op, vendor, dtype)) return *e;
+  if (const KernelEntry* e = find_with_fallback(op, vendor, dtype)) return *e;
   std::map<std::string, std::string> have;
   for (const auto& [k, e] : entries_) {
     if (e.op != op) continue;
@@ -64,6 +91,8 @@ const KernelEntry& Registry::resolve(OpType op, const std::string& vendor, DType
   std::string msg = "no kernel for " + std::string(op_key(op)) + "(" + std::string(dtype_name(dtype)) + ") on vendor '" +
                     vendor + "' (OpType::" + std::string(op_info(op).name) + ", key '" + std::string(op_key(op)) + "')";
   if (!has_vendor(vendor)) msg += "; vendor '" + vendor + "' is not registered";
+  for (const VendorInfo* info = vendor_info(vendor); info && !info->fallback.empty(); info = vendor_info(info->fallback))
+    msg += "; nor on its fallback '" + info->fallback + "'";
   if (have.empty()) {
     msg += "; no vendor registers this op";
   } else {
@@ -84,10 +113,12 @@ std::vector<const KernelEntry*> Registry::entries_for(OpType op) const {
 std::vector<std::string> Registry::vendors() const {
   std::set<std::string> vs;
   for (const auto& [k, e] : entries_) vs.insert(e.vendor);
+  for (const auto& [v, info] : vendor_info_) vs.insert(v);
   return {vs.begin(), vs.end()};
 }
 
 bool Registry::has_vendor(const std::string& vendor) const {
+  if (vendor_info_.count(vendor)) return true;
   for (const auto& [k, e] : entries_)
     if (e.vendor == vendor) return true;
   return false;

@@ -14,6 +14,7 @@
 #include "core/trace.h"
 #include "ops/op_fields.h"
 #include "ops/op_table.h"
+#include "ops/step_metadata.h"
 
 namespace opchain {
 
@@ -33,6 +34,20 @@ struct KernelEntry {
   std::source_location where;
 };
 
+// Note [Vendor fallback]
+// A vendor may name a fallback vendor (a plugin that covers a subset of ops falls back to cpu):
+// resolve(op, vendor, dtype) takes the vendor's own kernel where it has one, else resolves the same
+// (op, dtype) from the fallback, and so on down the chain. The entry returned is the kernel that runs,
+// so its `vendor` (which traces, `opchain align` chains and `opchain ops` show) is the vendor the op
+// actually resolved to. find() never falls back.
+struct VendorInfo {
+  std::string fallback;  // empty: none
+  std::string origin;    // where the vendor came from, for messages: a plugin's path
+  // Optional: called at the end of each step's update_step_context, after the metadata is filled
+  // (a plugin's hook, vendors/plugin_loader.h). Throws to fail the step.
+  std::function<void(const AttnMetadata&, const MoeMetadata&)> on_step_context;
+};
+
 class Registry {
  public:
   // Typed registration; a duplicate (op, vendor, dtype) throws, naming both registration sites.
@@ -48,13 +63,21 @@ class Registry {
   const KernelEntry* find(OpType op, const std::string& vendor, DType dtype) const;
   // Throws UnsupportedOpError with what exists for this op.
   const KernelEntry& resolve(OpType op, const std::string& vendor, DType dtype) const;
+  // resolve() without the throw: the entry that would run, or nullptr (Note [Vendor fallback]).
+  const KernelEntry* find_with_fallback(OpType op, const std::string& vendor, DType dtype) const;
   std::vector<const KernelEntry*> entries_for(OpType op) const;
   std::vector<std::string> vendors() const;
+  // A vendor with a kernel or with VendorInfo.
   bool has_vendor(const std::string& vendor) const;
+
+  // Declares a vendor's fallback, origin and hook. Throws if the fallback chain would loop.
+  void set_vendor_info(const std::string& vendor, VendorInfo info);
+  const VendorInfo* vendor_info(const std::string& vendor) const;
 
  private:
   void add_erased(KernelEntry e);
   std::map<std::tuple<OpType, std::string, DType>, KernelEntry> entries_;
+  std::map<std::string, VendorInfo> vendor_info_;
 };
 
 // A resolved kernel: a function pointer and its entry. Calling it is the only thing a step does.

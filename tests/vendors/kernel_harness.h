@@ -28,8 +28,31 @@
 #include "ops/registry.h"
 #include "ops/step_metadata.h"
 #include "vendors/builtin_vendors.h"
+#include "vendors/plugin_loader.h"
 
 namespace opchain::harness {
+
+// The registry the harness runs: the built-in vendors, the example plugin vendor (examples/vendor-plugin,
+// built into build/tests/plugins by tests/CMakeLists.txt) and every plugin of OPCHAIN_VENDOR_PLUGINS,
+// so a plugin vendor is run against reference like a built-in one. Filled once, at test registration;
+// a plugin that fails to load is reported by HarnessCoverage.PluginVendorsLoad, not here.
+struct HarnessRegistry {
+  Registry reg;
+  std::string load_error;  // empty: every plugin loaded
+};
+inline const HarnessRegistry& harness_registry() {
+  static const HarnessRegistry* h = [] {
+    auto* r = new HarnessRegistry;  // never destroyed: the registry's plugins stay loaded for the process
+    register_builtin_vendors(r->reg);
+    try {
+      load_vendor_plugins(r->reg, {std::string(OPCHAIN_TEST_PLUGIN_DIR) + "/libexample.so"});
+    } catch (const Error& e) {
+      r->load_error = e.what();
+    }
+    return r;
+  }();
+  return *h;
+}
 
 using Outs = std::vector<Tensor>;
 // Binds the Args over `outs` and calls fn; with fn == nullptr only reports the dispatch dtype.

@@ -25,7 +25,7 @@ void PrintTo(const HarnessParam& p, std::ostream* os) {
 
 std::vector<HarnessParam> harness_params() {
   std::vector<HarnessParam> params;
-  const Registry& reg = builtin_registry();
+  const Registry& reg = harness_registry().reg;
   for (const OpInfo& info : kOpTable) {
     for (const KernelEntry* e : reg.entries_for(info.type)) {
       if (e->vendor == kReference) continue;
@@ -49,7 +49,7 @@ class KernelHarness : public ::testing::TestWithParam<HarnessParam> {};
 
 TEST_P(KernelHarness, MatchesReference) {
   const HarnessParam& p = GetParam();
-  const Registry& reg = builtin_registry();
+  const Registry& reg = harness_registry().reg;
   const KernelEntry* kernel = reg.find(p.op, p.vendor, p.dtype);
   const KernelEntry* reference = reg.find(p.op, kReference, p.dtype);
   ASSERT_NE(kernel, nullptr);
@@ -62,6 +62,17 @@ TEST_P(KernelHarness, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllVendors, KernelHarness, ::testing::ValuesIn(harness_params()), param_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(KernelHarness);  // a build with the reference vendor only
+
+// The example plugin vendor (and any of OPCHAIN_VENDOR_PLUGINS) is in the harness's registry, so its
+// kernels are among the parameters above.
+TEST(HarnessCoverage, PluginVendorsLoad) {
+  EXPECT_EQ(harness_registry().load_error, "");
+  const Registry& reg = harness_registry().reg;
+  ASSERT_TRUE(reg.has_vendor("example"));
+  for (OpType op : {OpType::RmsNorm, OpType::Linear})
+    for (DType t : {DType::F32, DType::BF16}) EXPECT_NE(reg.find(op, "example", t), nullptr) << op_key(op);
+  EXPECT_NE(reg.find(OpType::SiluAndMul, "example", DType::F32), nullptr);
+}
 
 TEST(HarnessCoverage, EveryOpHasReferenceKernel) {
   const Registry& reg = builtin_registry();

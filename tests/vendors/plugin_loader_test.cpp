@@ -1,0 +1,217 @@
+// The vendor plugin loader (vendors/plugin_loader.h, Note [Vendor ABI]): a working plugin's kernels
+// run through the registry with its fallback for the rest; each broken plugin of
+// tests/vendors/plugins/test_plugin.c is refused with one message naming it, and registers nothing.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "opchain/vendor_abi.h"
+#include "ops/registry.h"
+#include "vendors/builtin_vendors.h"
+#include "vendors/plugin_loader.h"
+
+namespace opchain {
+namespace {
+
+std::string plugin(const std::string& name) { return std::string(OPCHAIN_TEST_PLUGIN_DIR) + "/lib" + name + ".so"; }
+
+Registry fresh_registry() {
+  Registry reg;
+  register_builtin_vendors(reg);
+  return reg;
+}
+
+// The message of the VendorPluginError that loading `path` into a fresh registry throws; and that
+// nothing of the plugin was registered.
+std::string load_error(const std::string& path, const std::string& vendor) {
+  Registry reg = fresh_registry();
+  const auto before = reg.vendors();
+  try {
+    load_vendor_plugin(reg, path);
+  } catch (const VendorPluginError& e) {
+    EXPECT_EQ(reg.vendors(), before) << "a refused plugin left a vendor behind";
+    EXPECT_FALSE(reg.has_vendor(vendor));
+    return e.what();
+  }
+  ADD_FAILURE() << path << " loaded";
+  return "";
+}
+
+TEST(PluginLoader, LoadsKernelsAndFallsBackPerOp) {
+  Registry reg = fresh_registry();
+  const LoadedPlugin p = load_vendor_plugin(reg, plugin("test_plugin_good"));
+  EXPECT_EQ(p.vendor, "testplug");
+  EXPECT_EQ(p.fallback, "cpu");
+  EXPECT_EQ(p.num_kernels, 2u);
+  ASSERT_TRUE(reg.has_vendor("testplug"));
+
+  const KernelEntry& own = reg.resolve(OpType::RmsNorm, "testplug", DType::F32);
+  EXPECT_EQ(own.vendor, "testplug");
+  EXPECT_EQ(own.kernel_name, "testplug::rms_norm_f32");  // the default name
+  EXPECT_TRUE(own.flags.capture_safe);
+  // Not in the plugin: the fallback's kernel, which says so in its entry (traces show cpu).
+  EXPECT_EQ(reg.resolve(OpType::SiluAndMul, "testplug", DType::F32).vendor, "cpu");
+  EXPECT_EQ(reg.resolve(OpType::RmsNorm, "testplug", DType::BF16).vendor, "cpu");
+  // Neither has it: the message names both.
+  try {
+    reg.resolve(OpType::RmsNorm, "testplug", DType::I32);
+    FAIL() << "resolved rms_norm(i32)";
+  } catch (const UnsupportedOpError& e) {
+    EXPECT_NE(std::string(e.what()).find("on vendor 'testplug' (OpType::RmsNorm, key 'rms_norm'); nor on its fallback 'cpu'; registered:"), std::string::npos) << e.what();
+  }
+  // The flag decides graph capture (HostGraphRunner refuses entries without capture_safe).
+  EXPECT_FALSE(reg.resolve(OpType::SigmoidGateMul, "testplug", DType::F32).flags.capture_safe);
+
+  // The kernel runs through the thunk and computes rms_norm like the reference.
+  Tensor x = Tensor::empty(DType::F32, {3, 8}), w = Tensor::empty(DType::F32, {8});
+  for (int i = 0; i < 24; ++i) x.data<float>()[i] = 0.1f * static_cast<float>(i) - 1.0f;
+  for (int i = 0; i < 8; ++i) w.data<float>()[i] = 0.5f + 0.1f * static_cast<float>(i);
+  Tensor got = Tensor::empty(DType::F32, {3, 8}), want = Tensor::empty(DType::F32, {3, 8});
+  launch(resolve_kernel<OpType::RmsNorm>(reg, "testplug", DType::F32), RmsNormArgs{x, w, got, 1e-6f});
+  launch(resolve_kernel<OpType::RmsNorm>(reg, "reference", DType::F32), RmsNormArgs{x, w, want, 1e-6f});
+  for (int i = 0; i < 24; ++i) EXPECT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5f) << i;
+
+  // A second load of the same path is the same plugin, not a duplicate vendor.
+  EXPECT_EQ(load_vendor_plugin(reg, plugin("test_plugin_good")).vendor, "testplug");
+}
+
+TEST(PluginLoader, StepContextHookRuns) {
+  Registry reg = fresh_registry();
+  load_vendor_plugin(reg, plugin("test_plugin_good"));
+  const VendorInfo* info = reg.vendor_info("testplug");
+  ASSERT_NE(info, nullptr);
+  ASSERT_TRUE(info->on_step_context);
+  void* h = dlopen(plugin("test_plugin_good").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr);
+  auto calls = reinterpret_cast<int (*)()>(dlsym(h, "test_plugin_step_calls"));
+  ASSERT_NE(calls, nullptr);
+  const int before = calls();
+  AttnMetadata m;
+  m.batch_size = 2;
+  info->on_step_context(m, MoeMetadata{});
+  EXPECT_EQ(calls(), before + 1);
+  dlclose(h);
+}
+
+TEST(PluginLoader, KernelErrorNamesPluginVendorKeyAndDtype) {
+  Registry reg = fresh_registry();
+  const std::string path = plugin("test_plugin_failing");
+  load_vendor_plugin(reg, path);
+  Tensor x = Tensor::empty(DType::F32, {1, 4}), w = Tensor::empty(DType::F32, {4}), out = Tensor::empty(DType::F32, {1, 4});
+  try {
+    launch(resolve_kernel<OpType::RmsNorm>(reg, "failplug", DType::F32), RmsNormArgs{x, w, out, 1e-6f});
+    FAIL() << "the failing kernel did not throw";
+  } catch (const VendorPluginError& e) {
+    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path +
+                                         " (vendor 'failplug'): kernel failplug::rms_norm for rms_norm(f32) failed with "
+                                         "status 1: device lost");
+  }
+  try {
+    reg.vendor_info("failplug")->on_step_context(AttnMetadata{}, MoeMetadata{});
+    FAIL() << "the failing hook did not throw";
+  } catch (const VendorPluginError& e) {
+    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path +
+                                         " (vendor 'failplug'): update_step_context failed with status 1: no room for metadata");
+  }
+}
+
+TEST(PluginLoader, WrongMajorVersion) {
+  const std::string path = plugin("test_plugin_wrong_major");
+  EXPECT_EQ(load_error(path, "brokenplug"),
+            "vendor plugin " + path + ": built against vendor ABI 2.0, this opchain speaks 1.0 (major versions must "
+            "match; rebuild the plugin against this opchain's vendor_abi.h)");
+}
+
+TEST(PluginLoader, MissingEntrySymbol) {
+  const std::string path = plugin("test_plugin_no_entry");
+  const std::string msg = load_error(path, "brokenplug");
+  EXPECT_EQ(msg.rfind("vendor plugin " + path + ": no entry symbol 'opchain_vendor_plugin_init' (", 0), 0u) << msg;
+  EXPECT_NE(msg.find("undefined symbol: opchain_vendor_plugin_init"), std::string::npos) << msg;  // dlerror()
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+}
+
+TEST(PluginLoader, InitFailure) {
+  const std::string path = plugin("test_plugin_init_fails");
+  EXPECT_EQ(load_error(path, "brokenplug"), "vendor plugin " + path + ": opchain_vendor_plugin_init failed: no device found");
+}
+
+TEST(PluginLoader, MissingFile) {
+  const std::string path = plugin("no_such_plugin");
+  const std::string msg = load_error(path, "");
+  EXPECT_EQ(msg.rfind("cannot load vendor plugin " + path + ": ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("No such file"), std::string::npos) << msg;  // dlerror()
+}
+
+TEST(PluginLoader, DuplicateKernel) {
+  const std::string path = plugin("test_plugin_duplicate");
+  EXPECT_EQ(load_error(path, "dupplug"), "vendor plugin " + path + ": duplicate kernel rms_norm(f32): kernels 0 and 2");
+}
+
+TEST(PluginLoader, UnknownOpKey) {
+  const std::string path = plugin("test_plugin_unknown_key");
+  const std::string msg = load_error(path, "keyplug");
+  EXPECT_EQ(msg.rfind("vendor plugin " + path + ": kernel 0 (rms_nrom): unknown op key 'rms_nrom'; known keys: embedding, linear, rms_norm,", 0), 0u)
+      << msg;
+}
+
+TEST(PluginLoader, UnknownFallbackVendor) {
+  const std::string path = plugin("test_plugin_unknown_fallback");
+  EXPECT_EQ(load_error(path, "fbplug"), "vendor plugin " + path +
+                                            ": vendor 'fbplug' falls back to 'nosuch', which is not registered "
+                                            "(registered: cpu, reference)");
+}
+
+TEST(PluginLoader, OpWithoutCFormIsRefused) {
+  const std::string path = plugin("test_plugin_opaque_op");
+  EXPECT_EQ(load_error(path, "moeplug"),
+            "vendor plugin " + path + ": kernel 0 (fused_moe): op 'fused_moe' has field 'experts', which vendor ABI 1.0 "
+            "does not marshal; only ops whose required fields are tensors and scalars can be plugin kernels");
+}
+
+TEST(PluginLoader, VendorNameTaken) {
+  // A library whose vendor name is taken in the registry it loads into.
+  Registry reg2;
+  reg2.add_by_key("rms_norm", "example", DType::F32, builtin_registry().find(OpType::RmsNorm, "cpu", DType::F32)->fn, "x");
+  register_builtin_vendors(reg2);
+  const std::string path = plugin("example");
+  try {
+    load_vendor_plugin(reg2, path);
+    FAIL() << "loaded a second 'example'";
+  } catch (const VendorPluginError& e) {
+    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path + ": vendor 'example' is already registered (registered: cpu, "
+                                     "example, reference)");
+  }
+}
+
+TEST(PluginLoader, FromEnvironment) {
+  Registry reg = fresh_registry();
+  const std::string env = plugin("test_plugin_good") + "::" + plugin("example");
+  ::setenv("OPCHAIN_VENDOR_PLUGINS", env.c_str(), 1);
+  const auto loaded = load_vendor_plugins(reg, {});
+  ::unsetenv("OPCHAIN_VENDOR_PLUGINS");
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_TRUE(reg.has_vendor("testplug"));
+  EXPECT_TRUE(reg.has_vendor("example"));
+}
+
+TEST(PluginLoader, FieldTableMatchesTheSchemas) {
+  // The per-op field order plugins are written against (Note [Vendor ABI]).
+  const auto& lin = abi_fields(OpType::Linear);
+  ASSERT_EQ(lin.size(), 6u);
+  EXPECT_EQ(lin[0].name, "x");
+  EXPECT_EQ(lin[2].name, "bias");
+  EXPECT_TRUE(lin[2].optional);
+  EXPECT_EQ(lin[3].kind, OC_ARG_OPAQUE);
+  EXPECT_TRUE(lin[3].optional);
+  EXPECT_EQ(lin[4].kind, OC_ARG_ENUM);
+  EXPECT_STREQ(lin[4].enum_values, "f32|bf16|quantized");
+  EXPECT_EQ(lin[5].role, Role::Out);
+  EXPECT_EQ(abi_unmarshallable_field(OpType::Linear), nullptr);
+  ASSERT_NE(abi_unmarshallable_field(OpType::PagedDecodeAttention), nullptr);
+  EXPECT_EQ(abi_unmarshallable_field(OpType::PagedDecodeAttention)->name, "meta");
+}
+
+}  // namespace
+}  // namespace opchain
