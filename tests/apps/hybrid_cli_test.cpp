@@ -44,10 +44,16 @@ TEST(HybridCli, TraceShowsEveryChainOfTheHybridLayers) {
 
 TEST(HybridCli, AlignCpuAgainstReferenceInBothPrecisions) {
   for (const char* precision : {"f32", "bf16"}) {
+    // bf16: each vendor runs its own chain, so rounding-order differences carry from op to op. The Amx
+    // tier sums each element in one sequential chain (Note [AMX tier]), reference and the vdpbf16ps tile
+    // in other orders; through 4 layers and 4 decode steps the 24-channel gated_rms_norm of layer 2 lands
+    // at 0.037 on Sapphire Rapids (0.03 holds for the Avx512 tier). 0.05 still catches a wrong kernel.
+    const bool f32 = precision == std::string("f32");
     const auto r = run_opchain("align --model " + test::model_dir("tiny-qwen3-next") + kIds +
-                               " --decode-steps 4 --compare cpu:reference --precision " + precision);
+                               " --decode-steps 4 --compare cpu:reference --precision " + precision +
+                               (f32 ? "" : " --tol 0.05"));
     ASSERT_EQ(r.exit_code, 0) << precision << "\n" << r.out << r.err;
-    EXPECT_NE(r.out.find("within tolerance " + std::string(precision == std::string("f32") ? "0.001" : "0.03")), std::string::npos)
+    EXPECT_NE(r.out.find("within tolerance " + std::string(f32 ? "0.001" : "0.05")), std::string::npos)
         << r.out;
     EXPECT_NE(r.out.find("gated_delta_rule"), std::string::npos);
   }
