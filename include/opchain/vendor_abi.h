@@ -15,7 +15,8 @@
  *
  * Versions. The host loads a plugin whose abi_major equals OPCHAIN_VENDOR_ABI_MAJOR and whose
  * abi_minor is at most the host's; a minor release only adds (argument kinds, host API members at the
- * end of oc_host_api, flags). Anything else is refused with both versions named.
+ * end of oc_host_api, flags, members at the end of oc_vendor_plugin that the host reads only from a
+ * plugin of that minor or later). Anything else is refused with both versions named.
  *
  * Kernels. Each oc_kernel_def names an op by its key in opchain's op table (`opchain ops` lists them)
  * and the dispatch dtype it serves. The host calls the kernel with the op's fields marshalled in field
@@ -90,7 +91,7 @@ typedef enum oc_device {
 } oc_device;
 
 /* A tensor view. data == NULL: an absent optional tensor (`?` in the schema). Strides are in
- * elements; ABI 1.0 tensors are row-major and contiguous, and the strides say so. */
+ * elements; ABI 1.0 and 1.1 tensors are row-major and contiguous, and the strides say so. */
 typedef struct oc_tensor {
   void* data;
   int32_t dtype;   /* oc_dtype */
@@ -335,7 +336,7 @@ typedef struct oc_vendor_plugin {
   void* user_data;             /* passed to every kernel and hook */
   /* 1.1 (read only when abi_minor >= 1): */
   const oc_impl_def* impls;    /* NULL or num_impls impls, one per op key at most */
-  size_t num_impls;
+  size_t num_impls;            /* entries of impls */
   const oc_memory_hooks* memory; /* NULL: the plugin reads and writes host memory */
 } oc_vendor_plugin;
 

@@ -40,7 +40,7 @@ struct KernelEntry {
 // (op, dtype) from the fallback, and so on down the chain. The entry returned is the kernel that runs,
 // so its `vendor` (which traces, `opchain align` chains and `opchain ops` show) is the vendor the op
 // actually resolved to. find() never falls back.
-struct PluginImplSet;  // vendors/plugin_marshal.h
+struct PluginImplSet;  // ops/abi_marshal.h
 struct VendorInfo {
   std::string fallback;  // empty: none
   std::string origin;    // where the vendor came from, for messages: a plugin's path
