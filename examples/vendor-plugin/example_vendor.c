@@ -90,7 +90,9 @@ static int32_t linear(const oc_arg* args, size_t n, void* user, char* err, size_
   const oc_tensor* x = &args[0].value.tensor;
   const oc_tensor* w = &args[1].value.tensor;
   const oc_tensor* bias = &args[2].value.tensor; /* data == NULL: no bias */
-  if (args[3].value.present) return fail(err, err_size, "linear: quantised weights are not supported by the example vendor");
+  /* Vendor ABI 1.1 hands the quantisation parameters as OC_ARG_QUANT (NULL: a dense weight); 1.0 as opaque. */
+  if (args[3].kind == OC_ARG_QUANT ? args[3].value.quant != NULL : args[3].value.present)
+    return fail(err, err_size, "linear: quantised weights are not supported by the example vendor");
   const int64_t precision = args[4].value.i64;
   const oc_tensor* out = &args[5].value.tensor;
   const int64_t in = w->shape[1], out_f = w->shape[0], rows = numel(x) / in;
@@ -121,7 +123,8 @@ static const oc_kernel_def kKernels[] = {
 
 static const oc_vendor_plugin kPlugin = {
     OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR, "example", "cpu", kKernels,
-    sizeof kKernels / sizeof kKernels[0], NULL, NULL};
+    sizeof kKernels / sizeof kKernels[0], NULL, NULL,
+    NULL, 0, NULL /* 1.1: no impls of its own; host memory (no memory hooks) */};
 
 /* The field order each kernel above reads, checked against the host's at load: a host whose op
  * changed under us refuses this plugin with a message instead of running it on the wrong fields. */

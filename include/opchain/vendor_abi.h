@@ -15,7 +15,8 @@
  *
  * Versions. The host loads a plugin whose abi_major equals OPCHAIN_VENDOR_ABI_MAJOR and whose
  * abi_minor is at most the host's; a minor release only adds (argument kinds, host API members at the
- * end of oc_host_api, flags). Anything else is refused with both versions named.
+ * end of oc_host_api, flags, members at the end of oc_vendor_plugin that the host reads only from a
+ * plugin of that minor or later). Anything else is refused with both versions named.
  *
  * Kernels. Each oc_kernel_def names an op by its key in opchain's op table (`opchain ops` lists them)
  * and the dispatch dtype it serves. The host calls the kernel with the op's fields marshalled in field
@@ -31,6 +32,18 @@
  * Graph capture. A kernel is replayed from a captured graph only if its flags hold
  * OC_KERNEL_CAPTURE_SAFE: it reads sizes from its tensors only (never from values frozen at capture)
  * and allocates nothing. Without the flag, graph mode is turned off for a model that uses the kernel.
+ *
+ * ABI 1.1 adds, all optional and all after the 1.0 members (a 1.0 plugin loads and runs unchanged):
+ *  - every op marshals: step metadata (oc_attn_metadata, oc_moe_metadata), expert weight sets
+ *    (oc_expert_weights), tensor lists (oc_tensor_list) and quantisation parameters (oc_quant_params,
+ *    oc_quant_list) are plain C structs handed to the kernel by pointer in its field list (the
+ *    OC_ARG_*_META/... kinds below). A 1.0 plugin is handed such a field as OC_ARG_OPAQUE, as before.
+ *  - oc_step_info, the update_step_context hook's argument, also points at the full metadata.
+ *  - impls (oc_impl_def): per op key, a create/run/destroy table that replaces opchain's default impl
+ *    of that OpType for this vendor (layer 3: e.g. a fused attention that does its own KV-cache write).
+ *  - memory hooks (oc_memory_hooks): where present, every tensor the host hands the plugin (fields,
+ *    weights, metadata tensors) is a copy in memory the plugin allocated (OC_DEVICE_PLUGIN), copied
+ *    in before the call and, for the tensors the op writes, copied back after it.
  */
 #ifndef OPCHAIN_VENDOR_ABI_H
 #define OPCHAIN_VENDOR_ABI_H
@@ -43,7 +56,7 @@ extern "C" {
 #endif
 
 #define OPCHAIN_VENDOR_ABI_MAJOR 1
-#define OPCHAIN_VENDOR_ABI_MINOR 0
+#define OPCHAIN_VENDOR_ABI_MINOR 1
 #define OPCHAIN_VENDOR_ENTRY_SYMBOL "opchain_vendor_plugin_init"
 
 #if defined(_WIN32)
@@ -72,10 +85,13 @@ typedef enum oc_dtype {
   OC_DTYPE_F8E4M3 = 7
 } oc_dtype;
 
-typedef enum oc_device { OC_DEVICE_HOST = 0 } oc_device;
+typedef enum oc_device {
+  OC_DEVICE_HOST = 0,  /* host memory opchain owns */
+  OC_DEVICE_PLUGIN = 1 /* 1.1: memory from the plugin's oc_memory_hooks.alloc (a staged copy) */
+} oc_device;
 
 /* A tensor view. data == NULL: an absent optional tensor (`?` in the schema). Strides are in
- * elements; ABI 1.0 tensors are row-major and contiguous, and the strides say so. */
+ * elements; ABI 1.0 and 1.1 tensors are row-major and contiguous, and the strides say so. */
 typedef struct oc_tensor {
   void* data;
   int32_t dtype;   /* oc_dtype */
@@ -95,18 +111,105 @@ typedef enum oc_role {
   OC_ROLE_META = 4
 } oc_role;
 
-/* How a field is marshalled. OC_ARG_OPAQUE: a host object ABI 1.0 has no C form for (quantisation
- * parameters, expert weight sets, step metadata); value.present says whether it is set. A plugin
- * may provide a kernel only for an op whose required fields all have a C form; an optional opaque
- * field (linear's quant) is always unset for the dtypes such a kernel serves. */
+/* How a field is marshalled. OC_ARG_OPAQUE: a host object with no C form in the plugin's ABI
+ * version; value.present says whether it is set. In 1.1 every field of every op has a C form; a 1.0
+ * plugin is handed the 1.1 kinds as OC_ARG_OPAQUE (only linear's optional quant can reach one). A
+ * plugin may provide a kernel only for an op whose required fields all have a C form. Kinds are only
+ * ever appended: treat an unknown kind as opaque. The pointers of the 1.1 kinds are valid for the
+ * call only; NULL where the host field is unset (an optional quant, a missing metadata). */
 typedef enum oc_arg_kind {
   OC_ARG_TENSOR = 0,
   OC_ARG_F32 = 1,
   OC_ARG_I64 = 2,
   OC_ARG_BOOL = 3,
   OC_ARG_ENUM = 4, /* value.i64: the index in oc_field_info.enum_values ("f32|bf16|quantized") */
-  OC_ARG_OPAQUE = 5
+  OC_ARG_OPAQUE = 5,
+  OC_ARG_ATTN_META = 6,      /* 1.1: value.attn_meta (`AttnMetadata meta`) */
+  OC_ARG_MOE_META = 7,       /* 1.1: value.moe_meta (`MoeMetadata meta`) */
+  OC_ARG_EXPERT_WEIGHTS = 8, /* 1.1: value.experts (fused_moe's `W experts[e](gate, up, down)`) */
+  OC_ARG_TENSOR_LIST = 9,    /* 1.1: value.tensors (grouped_matmul's `W weights[e]`) */
+  OC_ARG_QUANT = 10,         /* 1.1: value.quant (linear's `Q? quant`) */
+  OC_ARG_QUANT_LIST = 11     /* 1.1: value.quants (grouped_matmul's `Q? quant[e]`) */
 } oc_arg_kind;
+
+/* 1.1: how expert-parallel ranks exchange tokens this step; opchain's MoeCommType. */
+typedef enum oc_moe_comm_type { OC_MOE_COMM_LOCAL = 0, OC_MOE_COMM_ALLGATHER = 1, OC_MOE_COMM_ALLTOALL = 2 } oc_moe_comm_type;
+
+/* 1.1: the attention metadata of a step (opchain's AttnMetadata). Index tensors are i32. */
+typedef struct oc_attn_metadata {
+  int32_t is_decoding;   /* every sequence contributes exactly one query token */
+  int32_t has_past;      /* some sequence has cached tokens before this step's */
+  int64_t batch_size;    /* sequences, including a graph bucket's padding sequences */
+  int64_t num_tokens;    /* query rows, including padding rows */
+  int64_t block_size;    /* tokens per KV block */
+  int64_t max_q_seqlen;  /* the largest q_seqlens[b] */
+  int64_t max_kv_seqlen; /* the largest kv_seqlens[b] */
+  oc_tensor q_start_loc;  /* [batch] first query row of each sequence */
+  oc_tensor q_seqlens;    /* [batch] new tokens of each sequence in this step */
+  oc_tensor kv_seqlens;   /* [batch] cached + new tokens of each sequence after this step */
+  oc_tensor block_tables; /* [batch, max_blocks] physical KV block of each logical block; block 0 is reserved */
+  oc_tensor slot_mapping; /* [num_tokens] cache slot (block * block_size + offset) of each new token; -1: skip */
+  oc_tensor state_slots;  /* [batch] state-pool slot of each sequence (linear attention); -1: padding; empty if none */
+} oc_attn_metadata;
+
+/* 1.1: the MoE metadata of a step (opchain's MoeMetadata). */
+typedef struct oc_moe_metadata {
+  int32_t comm_type;          /* oc_moe_comm_type, chosen by the host's policy from token counts and sizes */
+  int32_t reserved;
+  int64_t ep_size;            /* expert-parallel ranks */
+  int64_t ep_rank;            /* this rank */
+  int64_t tp_size;            /* tensor-parallel ranks */
+  int64_t dp_size;            /* data-parallel ranks */
+  int64_t num_tokens;         /* real tokens of this step */
+  int64_t pad_size;           /* rows after the real ones (graph buckets); no expert computes them */
+  oc_tensor x_active_mask;    /* u8 [num_tokens + pad_size]: 0 rows are padding */
+  int64_t router_n_groups;    /* grouped top-k: experts split in groups (0: not grouped) */
+  int64_t router_topk_groups; /* grouped top-k: groups chosen first */
+} oc_moe_metadata;
+
+/* 1.1: quantisation schemes and activation forms; opchain's QuantScheme and ActQuant (docs/quantization.md). */
+typedef enum oc_quant_scheme { OC_QUANT_INT4_GROUP = 0, OC_QUANT_INT8_CHANNEL = 1, OC_QUANT_FP8_BLOCK = 2, OC_QUANT_FP8_CHANNEL = 3 } oc_quant_scheme;
+typedef enum oc_act_quant { OC_ACT_NONE = 0, OC_ACT_INT8_TOKEN = 1, OC_ACT_FP8_GROUP = 2 } oc_act_quant;
+
+/* 1.1: the parameters that turn a quantised weight's codes back into numbers (Note [Quantised
+ * weights] in opchain's src/core/quant.h defines each scheme's formula). */
+typedef struct oc_quant_params {
+  int32_t scheme;       /* oc_quant_scheme */
+  int32_t act;          /* oc_act_quant: what the activations become in the quantized precision */
+  int64_t in_features;  /* input channels (an int4 row holds ceil(in/2) bytes) */
+  int64_t group_size;   /* input channels per scale column (int4 group, fp8 block); 0: all */
+  int64_t act_group;    /* OC_ACT_FP8_GROUP: channels per activation scale */
+  oc_tensor scales;     /* f32 [out, groups] */
+  oc_tensor zeros;      /* f32 [out, groups], or empty: 0 (int8 channel), 8 (int4 group) */
+  oc_tensor group_of;   /* i32 [in] or empty: each input channel's scale column (GPTQ act-order) */
+} oc_quant_params;
+
+/* 1.1: a list of tensors, e.g. one weight per expert. */
+typedef struct oc_tensor_list {
+  size_t count;             /* entries */
+  const oc_tensor* tensors; /* count tensors */
+} oc_tensor_list;
+
+/* 1.1: one oc_quant_params per tensor of a list (a quantised grouped_matmul's experts). */
+typedef struct oc_quant_list {
+  size_t count;                  /* entries */
+  const oc_quant_params* params; /* count parameter sets */
+} oc_quant_list;
+
+/* 1.1: the experts of one MoE layer (fused_moe), each expert's three matrices. */
+typedef struct oc_expert_weights {
+  int64_t num_experts;  /* entries of each array */
+  int64_t intermediate; /* rows of gate and up */
+  int64_t hidden;       /* columns of gate and up (input channels), rows of down */
+  int32_t dtype;        /* oc_dtype of the matrices (their codes' when quantised): the dispatch dtype */
+  int32_t quantized;    /* 1: gate_q/up_q/down_q hold each matrix's parameters; 0: they are NULL */
+  const oc_tensor* gate; /* [num_experts] W [intermediate, hidden] */
+  const oc_tensor* up;   /* [num_experts] W [intermediate, hidden] */
+  const oc_tensor* down; /* [num_experts] W [hidden, intermediate] */
+  const oc_quant_params* gate_q; /* [num_experts] or NULL */
+  const oc_quant_params* up_q;   /* [num_experts] or NULL */
+  const oc_quant_params* down_q; /* [num_experts] or NULL */
+} oc_expert_weights;
 
 typedef struct oc_arg {
   const char* name; /* the schema's field name */
@@ -118,6 +221,12 @@ typedef struct oc_arg {
     int64_t i64;
     int32_t boolean;
     int32_t present;
+    const oc_attn_metadata* attn_meta;  /* 1.1 */
+    const oc_moe_metadata* moe_meta;    /* 1.1 */
+    const oc_expert_weights* experts;   /* 1.1 */
+    const oc_tensor_list* tensors;      /* 1.1 */
+    const oc_quant_params* quant;       /* 1.1: NULL when unset */
+    const oc_quant_list* quants;        /* 1.1: NULL when unset */
   } value;
 } oc_arg;
 
@@ -169,7 +278,49 @@ typedef struct oc_step_info {
   int32_t is_decoding;
   int32_t has_past;
   oc_tensor q_start_loc, q_seqlens, kv_seqlens, block_tables, slot_mapping, state_slots; /* i32 */
+  /* 1.1 (read only when the host's abi_minor >= 1): */
+  const oc_attn_metadata* attn; /* the attention metadata kernels read (never NULL) */
+  const oc_moe_metadata* moe;   /* the MoE metadata (never NULL) */
+  oc_tensor positions;          /* i32 [num_tokens] each row's position; set for impls' run, empty in the hook */
 } oc_step_info;
+
+/* 1.1: what an impl is created for: one nn module of one model (one per layer and op). */
+typedef struct oc_impl_info {
+  int32_t dtype;            /* oc_dtype: the dtype the module builds for (its weights' for weight ops; f32 for attention) */
+  int32_t reserved;
+  const char* module_path;  /* "model.layers.3.self_attn" */
+  const char* nn_module;    /* "Attention" */
+} oc_impl_info;
+
+/* 1.1: an impl of one OpType (opchain's layer 3, Note [Impl builders]): the host builds it in place of
+ * its default impl of that OpType for every module of a model run on this vendor, and calls run where
+ * the default impl would run its kernel(s). The fields run is handed, in order:
+ *  - "paged_decode_attention": the whole attention of a layer, every step (the default impl writes the
+ *    KV cache, then runs decode, paged prefill or prefill attention): q [n,hq,d], k [n,hk,d],
+ *    v [n,hk,d] (in), k_cache, v_cache [blocks,bs,hk,d] (inout), scale (f32), meta (attn), out [n,hq,d].
+ *  - any other key: the op's fields as for a kernel (fused_moe's meta is the step's MoE metadata;
+ *    gated_delta_rule's meta the attention metadata, its form chosen by the host).
+ * Plugin impls run eagerly: in ABI 1.1 a graph capture that reaches one refuses it (run with --eager). */
+typedef struct oc_impl_def {
+  const char* op_key; /* the OpType, by its op-table key */
+  const char* name;   /* shown in messages; NULL: vendor::key_impl */
+  uint32_t flags;     /* reserved, 0 */
+  /* Optional (NULL: *handle = NULL): makes the impl's state for one module. */
+  int32_t (*create)(const oc_impl_info* info, void* user_data, void** handle, char* err, size_t err_size);
+  /* Required: one call. step: the whole step's metadata (and positions). */
+  int32_t (*run)(void* handle, const oc_arg* args, size_t num_args, const oc_step_info* step, void* user_data, char* err,
+                 size_t err_size);
+  /* Optional: frees what create made, when the model is destroyed. */
+  void (*destroy)(void* handle, void* user_data);
+} oc_impl_def;
+
+/* 1.1: the plugin's memory. Declared: all four members are required. */
+typedef struct oc_memory_hooks {
+  void* (*alloc)(size_t nbytes, void* user_data);  /* NULL on failure; nbytes >= 1 */
+  void (*free)(void* ptr, void* user_data);        /* a pointer alloc returned */
+  int32_t (*copy_to_device)(void* dst, const void* src, size_t nbytes, void* user_data); /* host src -> plugin dst */
+  int32_t (*copy_to_host)(void* dst, const void* src, size_t nbytes, void* user_data);   /* plugin src -> host dst */
+} oc_memory_hooks;
 
 typedef struct oc_vendor_plugin {
   uint32_t abi_major;          /* OPCHAIN_VENDOR_ABI_MAJOR as the plugin saw it: keep first */
@@ -183,6 +334,10 @@ typedef struct oc_vendor_plugin {
    * here. Must not keep pointers into info past the call. */
   int32_t (*update_step_context)(const oc_step_info* info, void* user_data, char* err, size_t err_size);
   void* user_data;             /* passed to every kernel and hook */
+  /* 1.1 (read only when abi_minor >= 1): */
+  const oc_impl_def* impls;    /* NULL or num_impls impls, one per op key at most */
+  size_t num_impls;            /* entries of impls */
+  const oc_memory_hooks* memory; /* NULL: the plugin reads and writes host memory */
 } oc_vendor_plugin;
 
 typedef const oc_vendor_plugin* (*oc_vendor_plugin_init_fn)(const oc_host_api* host, char* err, size_t err_size);

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "backends/ops_backend.h"
+#include "backends/plugin/plugin_impls.h"
 #include "core/error.h"
 
 namespace opchain {
@@ -14,14 +15,19 @@ class DefaultOpsBackend final : public OpsBackend {
  public:
   DefaultOpsBackend(std::string vendor, const Registry& reg, const ImplBuilderTable* impls, MoeParallelSizes parallel,
                     int64_t ep_rank)
-      : vendor_(std::move(vendor)), registry_(reg), impls_(impls), parallel_(parallel), ep_rank_(ep_rank) {}
+      : vendor_(std::move(vendor)), registry_(reg), impls_(impls), parallel_(parallel), ep_rank_(ep_rank) {
+    if (const VendorInfo* info = registry_.vendor_info(vendor_); info && info->plugin_impls)
+      add_plugin_impl_builders(*info->plugin_impls, plugin_impls_);
+  }
 
   std::string name() const override { return "DefaultOpsBackend(" + vendor_ + ")"; }
   const std::string& vendor() const override { return vendor_; }
   const Registry& registry() const override { return registry_; }
-  // The vendor's impl where it supplies one, else the default.
+  // The device context's impl where it supplies one, else a plugin vendor's own (vendor ABI 1.1), else
+  // the default.
   const ImplBuilder& impl_builder(OpType op) const override {
     if (impls_ && impls_->get(op)) return impls_->get(op);
+    if (plugin_impls_.get(op)) return plugin_impls_.get(op);
     return OpsBackend::impl_builder(op);
   }
 
@@ -94,6 +100,7 @@ class DefaultOpsBackend final : public OpsBackend {
   std::string vendor_;
   const Registry& registry_;
   const ImplBuilderTable* impls_;
+  ImplBuilderTable plugin_impls_;  // empty unless the vendor is a plugin with impls
   MoeParallelSizes parallel_;
   int64_t ep_rank_;
 };

@@ -40,12 +40,16 @@ struct KernelEntry {
 // (op, dtype) from the fallback, and so on down the chain. The entry returned is the kernel that runs,
 // so its `vendor` (which traces, `opchain align` chains and `opchain ops` show) is the vendor the op
 // actually resolved to. find() never falls back.
+struct PluginImplSet;  // ops/abi_marshal.h
 struct VendorInfo {
   std::string fallback;  // empty: none
   std::string origin;    // where the vendor came from, for messages: a plugin's path
   // Optional: called at the end of each step's update_step_context, after the metadata is filled
   // (a plugin's hook, vendors/plugin_loader.h). Throws to fail the step.
   std::function<void(const AttnMetadata&, const MoeMetadata&)> on_step_context;
+  // Optional: the impls a plugin vendor supplies for some OpTypes (vendor ABI 1.1); layer 3 builds them
+  // in place of the default impls (backends/plugin/plugin_impls.h, Note [Impl builders]). Opaque here.
+  std::shared_ptr<const PluginImplSet> plugin_impls;
 };
 
 class Registry {

@@ -18,6 +18,7 @@
 #include "opchain/vendor_abi.h"
 #include "ops/op_fields.h"
 #include "ops/op_table.h"
+#include "ops/abi_marshal.h"
 
 // Note [Plugin kernels]
 // The registry holds plain `void(const Args&)` pointers (a graph replays them, Kernel<Op> calls them),
@@ -26,7 +27,8 @@
 // oc_arg values in field order and calls the plugin kernel in slot S of Op. Slots are taken when a
 // plugin has passed every check, never given back (a plugin is never unloaded: the registry and any
 // captured graph keep its pointers), and shared when the same kernel is loaded into another registry.
-// kSlotsPerOp bounds the plugin kernels of one op in a process.
+// kSlotsPerOp bounds the plugin kernels of one op in a process. The marshalling itself is
+// ops/abi_marshal.h (CallMarshal), shared with the plugin impls of layer 3.
 
 namespace opchain {
 
@@ -47,8 +49,8 @@ constexpr size_t kErrSize = 512;
 
 struct PluginKernel {
   oc_kernel_fn fn = nullptr;
-  void* user_data = nullptr;
-  std::string path, vendor, kernel_name;
+  std::shared_ptr<const PluginRuntime> runtime;
+  std::string kernel_name;
   OpType op{};
   DType dtype{};
 };
@@ -57,17 +59,7 @@ std::mutex g_mu;
 std::deque<PluginKernel> g_kernels;  // stable addresses
 std::array<std::array<const PluginKernel*, kSlotsPerOp>, kNumOps> g_slots{};
 
-// ---- marshalling (generic over the field list) ------------------------------------------------
-
-template <class M>
-constexpr int arg_kind() {
-  if constexpr (std::is_same_v<M, Tensor>) return OC_ARG_TENSOR;
-  else if constexpr (std::is_same_v<M, float>) return OC_ARG_F32;
-  else if constexpr (std::is_same_v<M, int64_t>) return OC_ARG_I64;
-  else if constexpr (std::is_same_v<M, bool>) return OC_ARG_BOOL;
-  else if constexpr (std::is_enum_v<M>) return OC_ARG_ENUM;
-  else return OC_ARG_OPAQUE;
-}
+// ---- marshalling (generic over the field list, ops/abi_marshal.h) ---------------------
 
 template <class M>
 const char* enum_values() {
@@ -79,53 +71,20 @@ const char* enum_values() {
   }
 }
 
-oc_tensor to_c(const Tensor& t) {
-  oc_tensor c{};
-  c.data = t.raw();
-  c.dtype = static_cast<int32_t>(t.dtype());
-  c.device = OC_DEVICE_HOST;
-  c.ndim = t.ndim();
-  int64_t stride = 1;
-  for (int d = t.ndim() - 1; d >= 0; --d) {
-    c.shape[d] = t.size(d);
-    c.strides[d] = stride;
-    stride *= t.size(d);
-  }
-  return c;
-}
-
-template <class M>
-oc_arg marshal(const char* name, Role role, const M& v) {
-  oc_arg a{};
-  a.name = name;
-  a.role = static_cast<int32_t>(role);
-  a.kind = arg_kind<M>();
-  if constexpr (std::is_same_v<M, Tensor>) a.value.tensor = to_c(v);
-  else if constexpr (std::is_same_v<M, float>) a.value.f32 = v;
-  else if constexpr (std::is_same_v<M, int64_t>) a.value.i64 = v;
-  else if constexpr (std::is_same_v<M, bool>) a.value.boolean = v ? 1 : 0;
-  else if constexpr (std::is_enum_v<M>) a.value.i64 = static_cast<int64_t>(v);
-  else if constexpr (std::is_pointer_v<M>) a.value.present = v != nullptr;
-  else a.value.present = 1;
-  return a;
-}
-
 std::string plugin_prefix(const std::string& path) { return "vendor plugin " + path; }
 
 template <OpType Op>
 void call_plugin(const PluginKernel& k, const typename OpTraits<Op>::Args& args) {
-  using Args = typename OpTraits<Op>::Args;
-  constexpr size_t n = std::tuple_size_v<decltype(Args::fields())>;
-  std::array<oc_arg, n> c{};
-  size_t i = 0;
-  for_each_field<Args>([&](const auto& f) { c[i++] = marshal(f.name, f.role, f.get(args)); });
+  const PluginRuntime& rt = *k.runtime;
+  CallMarshal m(rt);
+  m.add_fields(args);
   char err[kErrSize] = {0};
-  const int32_t status = k.fn(c.data(), n, k.user_data, err, sizeof err);
-  if (status == OC_STATUS_OK) return;
+  const int32_t status = k.fn(m.args(), m.size(), rt.user_data, err, sizeof err);
+  if (status == OC_STATUS_OK) return m.copy_back();
   err[kErrSize - 1] = '\0';
-  throw VendorPluginError(plugin_prefix(k.path) + " (vendor '" + k.vendor + "'): kernel " + k.kernel_name + " for " +
-                          std::string(op_key(Op)) + "(" + std::string(dtype_name(k.dtype)) + ") failed with status " +
-                          std::to_string(status) + (err[0] ? ": " + std::string(err) : std::string(" (no message)")));
+  throw VendorPluginError(plugin_label(rt) + ": kernel " + k.kernel_name + " for " + std::string(op_key(Op)) + "(" +
+                          std::string(dtype_name(k.dtype)) + ") failed with status " + std::to_string(status) +
+                          (err[0] ? ": " + std::string(err) : std::string(" (no message)")));
 }
 
 template <OpType Op, size_t S>
@@ -162,7 +121,7 @@ std::vector<AbiField> fields_of(std::string_view schema) {
     bool optional = false;
     for (const SchemaField& s : parsed)
       if (s.name == f.name) optional = s.optional;
-    out.push_back(AbiField{f.name, f.role, arg_kind<M>(), optional, enum_values<M>()});
+    out.push_back(AbiField{f.name, f.role, abi_arg_kind<M>(), optional, enum_values<M>()});
   });
   return out;
 }
@@ -224,8 +183,6 @@ std::string join_vendors(const Registry& reg) {
 
 std::string version_str(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
-oc_tensor tensor_or_empty(const Tensor& t) { return t.is_null() ? oc_tensor{} : to_c(t); }
-
 std::string canonical_path(const std::string& path) {
   std::error_code ec;
   std::string c = std::filesystem::weakly_canonical(path, ec).string();
@@ -241,7 +198,11 @@ std::optional<LoadedPlugin> already_loaded(const Registry& reg, const std::strin
     size_t n = 0;
     for (const auto& op : kOpTable)
       for (const KernelEntry* e : reg.entries_for(op.type)) n += e->vendor == v;
-    return LoadedPlugin{info->origin, v, info->fallback, n};
+    size_t impls = 0;
+    if (info->plugin_impls)
+      for (const auto& i : info->plugin_impls->impls) impls += i.has_value();
+    return LoadedPlugin{info->origin, v, info->fallback, n, impls,
+                        info->plugin_impls && info->plugin_impls->runtime->has_memory()};
   }
   return std::nullopt;
 }
@@ -258,6 +219,12 @@ const char* abi_kind_name(int kind) {
     case OC_ARG_BOOL: return "bool";
     case OC_ARG_ENUM: return "enum";
     case OC_ARG_OPAQUE: return "opaque";
+    case OC_ARG_ATTN_META: return "attn_meta";
+    case OC_ARG_MOE_META: return "moe_meta";
+    case OC_ARG_EXPERT_WEIGHTS: return "expert_weights";
+    case OC_ARG_TENSOR_LIST: return "tensor_list";
+    case OC_ARG_QUANT: return "quant";
+    case OC_ARG_QUANT_LIST: return "quant_list";
   }
   return "?";
 }
@@ -317,6 +284,25 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
     throw fail("vendor '" + vendor + "' falls back to '" + fallback + "', which is not registered (registered: " +
                join_vendors(reg) + ")");
   if (p->num_kernels > 0 && !p->kernels) throw fail("vendor '" + vendor + "' declares kernels but the list is NULL");
+  // The 1.1 members exist only in a 1.1 plugin's struct.
+  const bool v11 = p->abi_minor >= 1;
+  const oc_impl_def* impl_defs = v11 ? p->impls : nullptr;
+  const size_t num_impls = v11 && p->impls ? p->num_impls : 0;
+  if (v11 && p->num_impls > 0 && !p->impls) throw fail("vendor '" + vendor + "' declares impls but the list is NULL");
+  auto runtime = std::make_shared<PluginRuntime>();
+  runtime->path = path;
+  runtime->vendor = vendor;
+  runtime->abi_minor = p->abi_minor;
+  runtime->user_data = p->user_data;
+  if (v11 && p->memory) {
+    const oc_memory_hooks& mh = *p->memory;
+    const char* missing = !mh.alloc ? "alloc" : !mh.free ? "free" : !mh.copy_to_device ? "copy_to_device"
+                                                                   : !mh.copy_to_host ? "copy_to_host" : nullptr;
+    if (missing)
+      throw fail("vendor '" + vendor + "' declares memory hooks without '" + missing +
+                 "' (alloc, free, copy_to_device and copy_to_host are all required once memory is declared)");
+    runtime->memory = mh;
+  }
 
   // Check every kernel before registering any.
   struct Pending {
@@ -342,13 +328,32 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
     if (!d.fn) throw fail(which + ": null kernel function for " + key + "(" + std::string(dtype_name(dtype)) + ")");
     if (const AbiField* f = abi_unmarshallable_field(*op))
       throw fail(which + ": op '" + key + "' has field '" + f->name + "', which vendor ABI " +
-                 version_str(OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR) + " does not marshal; only ops whose "
-                 "required fields are tensors and scalars can be plugin kernels");
+                 version_str(OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR) + " does not marshal");
+    // A 1.0 plugin sees the 1.1 kinds as opaque: it may not take an op with a required one.
+    if (!v11)
+      for (const AbiField& f : abi_fields(*op))
+        if (f.kind > OC_ARG_OPAQUE && !f.optional)
+          throw fail(which + ": op '" + key + "' has field '" + f.name + "' (" + abi_kind_name(f.kind) +
+                     "), which vendor ABI 1.0 does not marshal; build the plugin against vendor ABI 1.1 or later");
     if (auto [it, fresh] = first.emplace(std::make_pair(*op, dtype), i); !fresh)
       throw fail("duplicate kernel " + key + "(" + std::string(dtype_name(dtype)) + "): kernels " + std::to_string(it->second) +
                  " and " + std::to_string(i));
     std::string name = d.name && d.name[0] ? d.name : vendor + "::" + key + "_" + std::string(dtype_name(dtype));
     pending.push_back({*op, dtype, std::move(name), &d});
+  }
+
+  auto impl_set = std::make_shared<PluginImplSet>();
+  impl_set->runtime = runtime;
+  for (size_t i = 0; i < num_impls; ++i) {
+    const oc_impl_def& d = impl_defs[i];
+    const std::string key = d.op_key ? d.op_key : "";
+    const std::string which = "impl " + std::to_string(i) + " (" + (key.empty() ? "no key" : key) + ")";
+    const auto op = op_type_from_key(key);
+    if (!op) throw fail(which + ": unknown op key '" + key + "'");
+    if (!d.run) throw fail(which + ": null run function");
+    auto& slot = impl_set->impls[static_cast<size_t>(*op)];
+    if (slot) throw fail("duplicate impl for op '" + key + "'");
+    slot = PluginImpl{&d, d.name && d.name[0] ? d.name : vendor + "::" + key + "_impl"};
   }
 
   // Take the slots: the same kernel loaded before (into another registry) keeps its slot.
@@ -362,7 +367,9 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
     size_t slot = kSlotsPerOp;
     for (size_t s = 0; s < used[o] && slot == kSlotsPerOp; ++s) {
       const PluginKernel* pk = g_slots[o][s];  // null: a slot this load has just taken
-      if (pk && pk->fn == k.def->fn && pk->user_data == p->user_data && pk->dtype == k.dtype && pk->vendor == vendor) slot = s;
+      if (pk && pk->fn == k.def->fn && pk->runtime->user_data == p->user_data && pk->dtype == k.dtype &&
+          pk->runtime->vendor == vendor)
+        slot = s;
     }
     fresh.push_back(slot == kSlotsPerOp);
     if (slot == kSlotsPerOp) {
@@ -377,37 +384,26 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
   for (size_t i = 0; i < pending.size(); ++i) {
     if (!fresh[i]) continue;
     const Pending& k = pending[i];
-    g_kernels.push_back(PluginKernel{k.def->fn, p->user_data, path, vendor, k.name, k.op, k.dtype});
+    g_kernels.push_back(PluginKernel{k.def->fn, runtime, k.name, k.op, k.dtype});
     g_slots[static_cast<size_t>(k.op)][slots[i]] = &g_kernels.back();
   }
   VendorInfo info;
   info.fallback = fallback;
   info.origin = path;
+  if (num_impls > 0) info.plugin_impls = impl_set;
   if (p->update_step_context) {
     auto hook = p->update_step_context;
-    void* user = p->user_data;
-    info.on_step_context = [hook, user, path, vendor](const AttnMetadata& m, const MoeMetadata& moe) {
-      oc_step_info s{};
-      s.batch_size = m.batch_size;
-      s.num_tokens = m.num_tokens;
-      s.num_padding_tokens = moe.pad_size;
-      s.block_size = m.block_size;
-      s.max_q_seqlen = m.max_q_seqlen;
-      s.max_kv_seqlen = m.max_kv_seqlen;
-      s.is_decoding = m.is_decoding;
-      s.has_past = m.has_past;
-      s.q_start_loc = tensor_or_empty(m.q_start_loc);
-      s.q_seqlens = tensor_or_empty(m.q_seqlens);
-      s.kv_seqlens = tensor_or_empty(m.kv_seqlens);
-      s.block_tables = tensor_or_empty(m.block_tables);
-      s.slot_mapping = tensor_or_empty(m.slot_mapping);
-      s.state_slots = tensor_or_empty(m.state_slots);
+    std::shared_ptr<const PluginRuntime> rt = runtime;
+    info.on_step_context = [hook, rt](const AttnMetadata& m, const MoeMetadata& moe) {
+      // The hook is where a vendor copies the metadata to its own memory: it is handed host memory.
+      CallMarshal marshal(*rt, /*stage=*/false);
+      const oc_step_info* s = marshal.step_info(&m, &moe);
       char e[kErrSize] = {0};
-      const int32_t status = hook(&s, user, e, sizeof e);
+      const int32_t status = hook(s, rt->user_data, e, sizeof e);
       e[kErrSize - 1] = '\0';
       if (status != OC_STATUS_OK)
-        throw VendorPluginError(plugin_prefix(path) + " (vendor '" + vendor + "'): update_step_context failed with status " +
-                                std::to_string(status) + (e[0] ? ": " + std::string(e) : std::string(" (no message)")));
+        throw VendorPluginError(plugin_label(*rt) + ": update_step_context failed with status " + std::to_string(status) +
+                                (e[0] ? ": " + std::string(e) : std::string(" (no message)")));
     };
   }
   reg.set_vendor_info(vendor, std::move(info));
@@ -417,7 +413,7 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
     reg.add_by_key(op_key(pending[i].op), vendor, pending[i].dtype, thunk_for(pending[i].op, slots[i]), pending[i].name, flags);
   }
   guard.keep = true;
-  return LoadedPlugin{path, vendor, fallback, pending.size()};
+  return LoadedPlugin{path, vendor, fallback, pending.size(), num_impls, runtime->has_memory()};
 }
 
 std::vector<LoadedPlugin> load_vendor_plugins(Registry& reg, const std::vector<std::string>& paths) {

@@ -16,6 +16,8 @@ struct LoadedPlugin {
   std::string vendor;
   std::string fallback;  // empty: none
   size_t num_kernels = 0;
+  size_t num_impls = 0;      // ABI 1.1: impls that replace opchain's default impl of an OpType
+  bool has_memory = false;   // ABI 1.1: declares memory hooks (Note [Plugin memory] in ops/abi_marshal.h)
 };
 
 // dlopens `path` (RTLD_NOW | RTLD_LOCAL), checks its ABI version, vendor name, fallback and every
@@ -37,9 +39,11 @@ struct AbiField {
   const char* enum_values;  // "f32|bf16|quantized" for an enum, else ""
 };
 const std::vector<AbiField>& abi_fields(OpType op);
-const char* abi_kind_name(int kind);  // "tensor", "f32", "i64", "bool", "enum", "opaque"
+const char* abi_kind_name(int kind);  // "tensor", "f32", ..., "opaque", "attn_meta", ..., "quant_list"
 // The first required field with no C form in this ABI version, or nullptr: a plugin may provide a
-// kernel for the op only if there is none.
+// kernel for the op only if there is none. Since ABI 1.1 every op of the table has a C form for every
+// field (tests/vendors/plugin_loader_test.cpp checks it), so this is nullptr for all; a new field type
+// without one would make it refuse that op's plugin kernels by name.
 const AbiField* abi_unmarshallable_field(OpType op);
 
 }  // namespace opchain

@@ -56,6 +56,51 @@ TEST(VendorPluginCli, KernelNotCaptureSafeIsNeverCaptured) {
   EXPECT_EQ(nlohmann::json::parse(eager.out)["ids"], nlohmann::json::parse(cpu.out)["ids"]);
 }
 
+// Vendor ABI 1.1: a plugin's attention (decode, paged prefill, prefill) and fused_moe kernels, reading
+// the marshalled step metadata and expert weights, generate cpu's greedy tokens, in graph mode (its
+// kernels are capture-safe) and eagerly.
+TEST(VendorPluginCli, OneOneAttentionAndMoeKernelsGenerateAsCpu) {
+  const std::string abi11 = "--vendor-plugin " + plugin("test_plugin_abi11") + " --vendor abi11";
+  for (const char* precision : {"bf16", "f32"}) {
+    const std::string p = std::string(" --precision ") + precision;
+    const auto cpu = generate_json("--vendor cpu" + p);
+    ASSERT_TRUE(cpu.contains("ids")) << cpu.dump();
+    for (const char* mode : {"", " --eager"}) {
+      const auto got = generate_json(abi11 + p + mode);
+      ASSERT_TRUE(got.contains("ids")) << got.dump();
+      EXPECT_EQ(got["ids"], cpu["ids"]) << precision << mode;
+    }
+  }
+  const auto r = test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") + " --ids 1,2,3 --decode-steps 1 " + abi11);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("-> fused_moe -> abi11:abi11::fused_moe_bf16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> paged_decode_attention -> abi11:abi11::paged_decode_attention_f32"), std::string::npos) << r.out;
+}
+
+// Vendor ABI 1.1: a plugin impl of the whole attention (its own KV-cache write and attention), built
+// by the unchanged nn Attention module, generates cpu's tokens eagerly; graph capture refuses it.
+TEST(VendorPluginCli, OneOnePluginImplGeneratesAsCpuEagerly) {
+  const std::string impl = "--vendor-plugin " + plugin("test_plugin_impl") + " --vendor implplug";
+  const std::string args = "generate --model " + test::model_dir("trained-qwen3-moe") +
+                           " --prompt \"The cat\" --temperature 0 --max-new-tokens 12 --json ";
+  for (const char* precision : {"bf16", "f32"}) {
+    const std::string p = std::string(" --precision ") + precision;
+    const auto cpu = test::run_opchain(args + "--vendor cpu" + p);
+    ::setenv("OPCHAIN_TEST_IMPL_VERBOSE", "1", 1);
+    const auto eager = test::run_opchain(args + impl + p + " --eager");
+    ::unsetenv("OPCHAIN_TEST_IMPL_VERBOSE");
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    ASSERT_EQ(eager.exit_code, 0) << eager.err;
+    EXPECT_EQ(nlohmann::json::parse(eager.out)["ids"], nlohmann::json::parse(cpu.out)["ids"]) << precision;
+    EXPECT_NE(eager.err.find("implplug: attention impl for model.layers.3.self_attn.attn"), std::string::npos) << eager.err;
+  }
+  const auto graph = test::run_opchain(args + impl);
+  EXPECT_EQ(graph.exit_code, 1);
+  EXPECT_NE(graph.err.find("plugin impl 'implplug::fused_attention' (op paged_decode_attention, vendor 'implplug')"),
+            std::string::npos)
+      << graph.err;
+}
+
 TEST(VendorPluginCli, TraceChainShowsTheResolvedVendor) {
   const auto r = test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") + " --ids 1,2,3 --decode-steps 1" +
                                    " --vendor-plugin " + example() + " --vendor example");
@@ -85,7 +130,9 @@ TEST(VendorPluginCli, OpsShowsPluginAndFallback) {
     }
     if (key == "fused_moe") {
       EXPECT_EQ(row["resolved"]["example"]["bf16"], "cpu");
-      EXPECT_FALSE(row["plugin_ok"].get<bool>());
+      EXPECT_TRUE(row["plugin_ok"].get<bool>());  // vendor ABI 1.1 marshals every op
+      EXPECT_EQ(row["abi_fields"][1]["kind"], "expert_weights");
+      EXPECT_EQ(row["abi_fields"][5]["kind"], "moe_meta");
     }
   }
 }
@@ -104,7 +151,7 @@ TEST(VendorPluginCli, BrokenPluginIsOneLine) {
                                    path + " --vendor brokenplug");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err, "opchain: error: vendor plugin " + path +
-                       ": built against vendor ABI 2.0, this opchain speaks 1.0 (major versions must match; rebuild the "
+                       ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must match; rebuild the "
                        "plugin against this opchain's vendor_abi.h)\n");
 }
 

@@ -33,7 +33,9 @@
 namespace opchain::harness {
 
 // The registry the harness runs: the built-in vendors, the example plugin vendor (examples/vendor-plugin,
-// built into build/tests/plugins by tests/CMakeLists.txt) and every plugin of OPCHAIN_VENDOR_PLUGINS,
+// built into build/tests/plugins by tests/CMakeLists.txt), the vendor ABI 1.1 test plugins (abi11:
+// attention and MoE kernels over the marshalled metadata; fakedev: memory hooks) and every plugin of
+// OPCHAIN_VENDOR_PLUGINS,
 // so a plugin vendor is run against reference like a built-in one. Filled once, at test registration;
 // a plugin that fails to load is reported by HarnessCoverage.PluginVendorsLoad, not here.
 struct HarnessRegistry {
@@ -45,7 +47,8 @@ inline const HarnessRegistry& harness_registry() {
     auto* r = new HarnessRegistry;  // never destroyed: the registry's plugins stay loaded for the process
     register_builtin_vendors(r->reg);
     try {
-      load_vendor_plugins(r->reg, {std::string(OPCHAIN_TEST_PLUGIN_DIR) + "/libexample.so"});
+      const std::string dir = OPCHAIN_TEST_PLUGIN_DIR;
+      load_vendor_plugins(r->reg, {dir + "/libexample.so", dir + "/libtest_plugin_abi11.so", dir + "/libtest_plugin_fakedev.so"});
     } catch (const Error& e) {
       r->load_error = e.what();
     }

@@ -72,6 +72,11 @@ TEST(HarnessCoverage, PluginVendorsLoad) {
   for (OpType op : {OpType::RmsNorm, OpType::Linear})
     for (DType t : {DType::F32, DType::BF16}) EXPECT_NE(reg.find(op, "example", t), nullptr) << op_key(op);
   EXPECT_NE(reg.find(OpType::SiluAndMul, "example", DType::F32), nullptr);
+  // Vendor ABI 1.1: the ops 1.0 could not marshal, run against reference like any vendor's.
+  for (OpType op : {OpType::PagedDecodeAttention, OpType::PagedPrefillAttention, OpType::FusedMoe, OpType::GroupedMatmul})
+    for (DType t : {DType::F32, DType::BF16}) EXPECT_NE(reg.find(op, "abi11", t), nullptr) << op_key(op);
+  EXPECT_NE(reg.find(OpType::PrefillAttention, "abi11", DType::F32), nullptr);
+  EXPECT_NE(reg.find(OpType::GroupedMatmul, "fakedev", DType::BF16), nullptr);
 }
 
 TEST(HarnessCoverage, EveryOpHasReferenceKernel) {

@@ -106,6 +106,8 @@ static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CA
 #define VENDOR "fbplug"
 #define FALLBACK "nosuch"
 #elif defined(TEST_PLUGIN_opaque_op)
+/* A 1.0 plugin taking an op whose fields 1.0 could not marshal: still refused (ABI 1.1 marshals it for
+ * 1.1 plugins only). */
 static const oc_kernel_def kKernels[] = {{"fused_moe", OC_DTYPE_BF16, OC_KERNEL_CAPTURE_SAFE, NULL, always_fails}};
 #define VENDOR "moeplug"
 #else /* wrong_major, no_entry, init_fails: a valid list, broken elsewhere */
@@ -125,7 +127,8 @@ static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CA
 #define MAJOR OPCHAIN_VENDOR_ABI_MAJOR
 #endif
 
-MAYBE_UNUSED static const oc_vendor_plugin kPlugin = {MAJOR, 0, VENDOR, FALLBACK, kKernels, sizeof kKernels / sizeof kKernels[0], STEP, NULL};
+MAYBE_UNUSED static const oc_vendor_plugin kPlugin = {MAJOR, 0, VENDOR, FALLBACK, kKernels, sizeof kKernels / sizeof kKernels[0], STEP, NULL,
+                                                    /* 1.1 members, never read: this plugin says minor 0 */ NULL, 0, NULL};
 
 #if defined(TEST_PLUGIN_no_entry)
 /* Misspelt entry point: the loader finds no opchain_vendor_plugin_init. */
