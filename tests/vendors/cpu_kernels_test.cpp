@@ -7,6 +7,7 @@
 
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/simd.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -104,6 +105,37 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
             run_case(op, c, e->dtype, e->fn, ref->fn, e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
       }
     }
+  }
+}
+
+// The attention driver's key transpose and value widening are copies: every ISA gives exactly the
+// scalar copy, for short chunks (zero padding), head dims that are not a lane multiple and both dtypes.
+TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
+  std::mt19937 g(11);
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    ASSERT_NE(sk, nullptr) << cpu::isa_name(isa);
+    for (DType dt : {DType::F32, DType::BF16})
+      for (int64_t d : {64, 72, 128, 5})
+        for (int64_t n : {1, 7, 16, 17, 31, 32}) {
+          const int64_t w = (n + 15) / 16 * 16;
+          Tensor keys = rand_tensor(g, dt, {n, d}, -3.0f, 3.0f);
+          std::vector<const void*> rows;
+          for (int64_t j = 0; j < n; ++j) rows.push_back(static_cast<const char*>(keys.raw()) + j * d * dtype_size(dt));
+          std::vector<float> kt(static_cast<size_t>(d * w), -1.0f), want(kt.size(), 0.0f);
+          for (int64_t c = 0; c < d; ++c)
+            for (int64_t j = 0; j < n; ++j)
+              want[static_cast<size_t>(c * w + j)] = dt == DType::BF16 ? bf16_to_f32(keys.data<uint16_t>()[j * d + c]) : keys.data<float>()[j * d + c];
+          sk->transpose_keys(rows.data(), dt, n, d, kt.data(), w);
+          EXPECT_EQ(std::memcmp(kt.data(), want.data(), kt.size() * sizeof(float)), 0)
+              << "isa " << cpu::isa_name(isa) << " " << dtype_name(dt) << " n " << n << " d " << d;
+          if (dt == DType::BF16) {
+            std::vector<float> wide(static_cast<size_t>(n * d)), exact(wide.size());
+            for (size_t i = 0; i < wide.size(); ++i) exact[i] = bf16_to_f32(keys.data<uint16_t>()[i]);
+            sk->widen_bf16(keys.data<uint16_t>(), wide.data(), n * d);
+            EXPECT_EQ(std::memcmp(wide.data(), exact.data(), wide.size() * sizeof(float)), 0) << "widen_bf16 isa " << cpu::isa_name(isa);
+          }
+        }
   }
 }
 

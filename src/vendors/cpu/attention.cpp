@@ -41,13 +41,12 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   const int64_t esize = bf16 ? 2 : 4;
   thread_local std::vector<float> vwide_buf;
   float* vwide = bf16 ? scratch(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
-  const uint16_t* kp16[kKvChunk];
+  const void* krows[kKvChunk];
   auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;
   float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
   const float** qrows = ptrs;
-  const float** kp = ptrs + rows;
-  const float** vp = kp + kKvChunk;
+  const float** vp = ptrs + rows;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t hh = it.h0 + r / head_rows, i = it.i0 + (r / group) % nq, h = r % group;
     qrows[r] = job.q + ((s.q_row0 + i) * job.hq + hh * group + h) * d;
@@ -91,14 +90,12 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
     for (int64_t hh = it.h0; hh < it.h1; ++hh) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t j = p - p0, off = base[j] + hh * d;
+        krows[j] = at(job.k, off);
         if (bf16) {
-          kp16[j] = reinterpret_cast<const uint16_t*>(at(job.k, off));
-          const uint16_t* vr = reinterpret_cast<const uint16_t*>(at(job.v, off));
           float* vw = vwide + j * d;
-          for (int64_t c = 0; c < d; ++c) vw[c] = bf16_to_f32(vr[c]);
+          sk.widen_bf16(reinterpret_cast<const uint16_t*>(at(job.v, off)), vw, d);
           vp[j] = vw;
         } else {
-          kp[j] = reinterpret_cast<const float*>(at(job.k, off));
           vp[j] = reinterpret_cast<const float*>(at(job.v, off));
         }
       }
@@ -107,15 +104,7 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       // head serve all its rows; missing positions of a short last chunk are zero.
       const int64_t r0 = (hh - it.h0) * head_rows + (first - it.i0) * group, r1 = (hh - it.h0 + 1) * head_rows;
       const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
-      for (int64_t c = 0; c < d; ++c) {
-        float* row = kt + c * width;
-        if (bf16) {
-          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = bf16_to_f32(kp16[j][c]);
-        } else {
-          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = kp[j][c];
-        }
-        for (int64_t j = p1 - p0; j < width; ++j) row[j] = 0.0f;
-      }
+      sk.transpose_keys(krows, job.kv_dtype, p1 - p0, d, kt, width);
       sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
