@@ -1,5 +1,6 @@
 #include "vendors/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -56,34 +57,49 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   std::fill(acc, acc + rows * d, 0.0f);
 
   const int64_t max_visible = s.past + it.i1;  // the last query's
-  int64_t base[kKvChunk];                      // offset of each chunk position's row (kv head 0)
-  auto row_offset = [&](int64_t p) {  // of kv position p, kv head 0; the same in the k and v caches
-    int64_t row;
-    if (job.paged) {
-      const int64_t block = job.block_tables[s.b * job.max_blocks + p / job.block_size];
-      row = block * job.block_size + p % job.block_size;
-    } else {
-      row = s.kv_row0 + p;
+  // Offsets of each chunk position's row (kv head 0; the same in the k and v caches), found once per
+  // chunk: for the prefetch of the chunk, then for reading it (a division per position cost more than
+  // the chunk's softmax at batch 1).
+  int64_t base[kKvChunk], next_base[kKvChunk];
+  auto chunk_offsets = [&](int64_t p0, int64_t* out) {
+    const int64_t p1 = std::min(p0 + kKvChunk, max_visible), row_elems = job.hk * d;
+    if (!job.paged) {
+      for (int64_t p = p0; p < p1; ++p) out[p - p0] = (s.kv_row0 + p) * row_elems;
+      return;
     }
-    return row * job.hk * d;
+    const int32_t* table = job.block_tables + s.b * job.max_blocks;
+    int64_t blk = p0 / job.block_size, in_block = p0 % job.block_size;
+    for (int64_t p = p0; p < p1; ++p) {
+      out[p - p0] = (table[blk] * job.block_size + in_block) * row_elems;
+      if (++in_block == job.block_size) {
+        in_block = 0;
+        ++blk;
+      }
+    }
   };
   // A position's rows of heads [h0, h1) are contiguous, but consecutive positions are hk * d floats
   // apart (a page apart in the paged layout once hk * d >= 1024): prefetch the next chunk meanwhile.
-  auto prefetch_chunk = [&](int64_t p0) {
+  auto prefetch_chunk = [&](int64_t p0, const int64_t* offs) {
     const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t off = row_offset(p) + it.h0 * d;
+      const int64_t off = offs[p - p0] + it.h0 * d;
       for (int64_t c = 0; c < nh * d; c += 64 / esize) {
         __builtin_prefetch(at(job.k, off + c), 0, 3);
         __builtin_prefetch(at(job.v, off + c), 0, 3);
       }
     }
   };
-  if (max_visible > 0) prefetch_chunk(0);
+  if (max_visible > 0) {
+    chunk_offsets(0, next_base);
+    prefetch_chunk(0, next_base);
+  }
   for (int64_t p0 = 0; p0 < max_visible; p0 += kKvChunk) {
     const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
-    for (int64_t p = p0; p < p1; ++p) base[p - p0] = row_offset(p);
-    if (p1 < max_visible) prefetch_chunk(p1);
+    std::copy(next_base, next_base + (p1 - p0), base);
+    if (p1 < max_visible) {
+      chunk_offsets(p1, next_base);
+      prefetch_chunk(p1, next_base);
+    }
     // Queries that see this chunk at all are a suffix [first, i1) of the tile.
     int64_t first = it.i0;
     while (s.past + first + 1 <= p0) ++first;
