@@ -2,6 +2,7 @@
 // thread-count determinism (Note [cpu kernels]), the fused_moe sub-kernel chain under a Tracer, and
 // every SIMD code path the machine supports against reference.
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -136,6 +137,37 @@ TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
             EXPECT_EQ(std::memcmp(wide.data(), exact.data(), wide.size() * sizeof(float)), 0) << "widen_bf16 isa " << cpu::isa_name(isa);
           }
         }
+  }
+}
+
+// The online softmax's per-chunk steps: scale_max gives the scalar loop's products and maximum exactly;
+// exp_shifted_sum writes exp_shifted's values and returns their sum (to rounding, a fixed order).
+TEST(CpuVendor, SoftmaxChunkStepsOnEveryIsa) {
+  std::mt19937 g(13);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    for (int64_t n : {0, 1, 5, 16, 17, 31, 32}) {
+      std::vector<float> s(static_cast<size_t>(n)), want(s.size());
+      for (auto& x : s) x = u(g);
+      float want_max = -std::numeric_limits<float>::infinity();
+      for (size_t j = 0; j < s.size(); ++j) {
+        want[j] = s[j] * 0.088f;
+        want_max = std::max(want_max, want[j]);
+      }
+      const float got_max = sk->scale_max(s.data(), 0.088f, n);
+      EXPECT_EQ(got_max, want_max) << cpu::isa_name(isa) << " n " << n;
+      EXPECT_EQ(std::memcmp(s.data(), want.data(), s.size() * sizeof(float)), 0) << cpu::isa_name(isa) << " n " << n;
+      if (n == 0) continue;
+      std::vector<float> e(s.size()), e_ref(s.size());
+      sk->exp_shifted(s.data(), got_max, e_ref.data(), n);
+      const float sum = sk->exp_shifted_sum(s.data(), got_max, e.data(), n);
+      EXPECT_EQ(std::memcmp(e.data(), e_ref.data(), e.size() * sizeof(float)), 0) << cpu::isa_name(isa) << " n " << n;
+      double exact = 0.0;
+      for (float x : e_ref) exact += x;
+      EXPECT_NEAR(sum, exact, 1e-6 * exact) << cpu::isa_name(isa) << " n " << n;
+      EXPECT_EQ(sum, sk->exp_shifted_sum(s.data(), got_max, e.data(), n));
+    }
   }
 }
 

@@ -126,11 +126,7 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
         const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
         const int64_t cnt = std::min(p1, visible) - p0;
         float* sr = score + r * kKvChunk;
-        float chunk_max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < cnt; ++j) {
-          sr[j] *= job.scale;
-          chunk_max = std::max(chunk_max, sr[j]);
-        }
+        const float chunk_max = sk.scale_max(sr, job.scale, cnt);
         float* a = acc + r * d;
         if (chunk_max > m[r]) {  // rescale what was summed under the old max
           const float alpha = std::exp(m[r] - chunk_max);
@@ -138,8 +134,7 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
           sk.scale(a, alpha, d);
           m[r] = chunk_max;
         }
-        sk.exp_shifted(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
-        for (int64_t j = 0; j < cnt; ++j) l[r] += sr[j];
+        l[r] += sk.exp_shifted_sum(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
       }
       // P @ V, rows that see the same positions together (a query's heads always do; every row
       // does in chunks wholly in the past).

@@ -2,10 +2,12 @@
 // region, so the build needs no -march flag; the path is chosen at run time (cpu_kernels.h).
 #include "vendors/cpu/simd.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -60,7 +62,8 @@ static inline void vtranspose(vec (&v)[kLanes]) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -115,7 +118,8 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx2, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -189,7 +193,8 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 
