@@ -2,11 +2,13 @@
 // thread-count determinism (Note [cpu kernels]), the fused_moe sub-kernel chain under a Tracer, and
 // every SIMD code path the machine supports against reference.
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/simd.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -103,6 +105,68 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
           if (c.applies_to(e->dtype))
             run_case(op, c, e->dtype, e->fn, ref->fn, e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
       }
+    }
+  }
+}
+
+// The attention driver's key transpose and value widening are copies: every ISA gives exactly the
+// scalar copy, for short chunks (zero padding), head dims that are not a lane multiple and both dtypes.
+TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
+  std::mt19937 g(11);
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    ASSERT_NE(sk, nullptr) << cpu::isa_name(isa);
+    for (DType dt : {DType::F32, DType::BF16})
+      for (int64_t d : {64, 72, 128, 5})
+        for (int64_t n : {1, 7, 16, 17, 31, 32}) {
+          const int64_t w = (n + 15) / 16 * 16;
+          Tensor keys = rand_tensor(g, dt, {n, d}, -3.0f, 3.0f);
+          std::vector<const void*> rows;
+          for (int64_t j = 0; j < n; ++j) rows.push_back(static_cast<const char*>(keys.raw()) + j * d * dtype_size(dt));
+          std::vector<float> kt(static_cast<size_t>(d * w), -1.0f), want(kt.size(), 0.0f);
+          for (int64_t c = 0; c < d; ++c)
+            for (int64_t j = 0; j < n; ++j)
+              want[static_cast<size_t>(c * w + j)] = dt == DType::BF16 ? bf16_to_f32(keys.data<uint16_t>()[j * d + c]) : keys.data<float>()[j * d + c];
+          sk->transpose_keys(rows.data(), dt, n, d, kt.data(), w);
+          EXPECT_EQ(std::memcmp(kt.data(), want.data(), kt.size() * sizeof(float)), 0)
+              << "isa " << cpu::isa_name(isa) << " " << dtype_name(dt) << " n " << n << " d " << d;
+          if (dt == DType::BF16) {
+            std::vector<float> wide(static_cast<size_t>(n * d)), exact(wide.size());
+            for (size_t i = 0; i < wide.size(); ++i) exact[i] = bf16_to_f32(keys.data<uint16_t>()[i]);
+            sk->widen_bf16(keys.data<uint16_t>(), wide.data(), n * d);
+            EXPECT_EQ(std::memcmp(wide.data(), exact.data(), wide.size() * sizeof(float)), 0) << "widen_bf16 isa " << cpu::isa_name(isa);
+          }
+        }
+  }
+}
+
+// The online softmax's per-chunk steps: scale_max gives the scalar loop's products and maximum exactly;
+// exp_shifted_sum writes exp_shifted's values and returns their sum (to rounding, a fixed order).
+TEST(CpuVendor, SoftmaxChunkStepsOnEveryIsa) {
+  std::mt19937 g(13);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    for (int64_t n : {0, 1, 5, 16, 17, 31, 32}) {
+      std::vector<float> s(static_cast<size_t>(n)), want(s.size());
+      for (auto& x : s) x = u(g);
+      float want_max = -std::numeric_limits<float>::infinity();
+      for (size_t j = 0; j < s.size(); ++j) {
+        want[j] = s[j] * 0.088f;
+        want_max = std::max(want_max, want[j]);
+      }
+      const float got_max = sk->scale_max(s.data(), 0.088f, n);
+      EXPECT_EQ(got_max, want_max) << cpu::isa_name(isa) << " n " << n;
+      EXPECT_EQ(std::memcmp(s.data(), want.data(), s.size() * sizeof(float)), 0) << cpu::isa_name(isa) << " n " << n;
+      if (n == 0) continue;
+      std::vector<float> e(s.size()), e_ref(s.size());
+      sk->exp_shifted(s.data(), got_max, e_ref.data(), n);
+      const float sum = sk->exp_shifted_sum(s.data(), got_max, e.data(), n);
+      EXPECT_EQ(std::memcmp(e.data(), e_ref.data(), e.size() * sizeof(float)), 0) << cpu::isa_name(isa) << " n " << n;
+      double exact = 0.0;
+      for (float x : e_ref) exact += x;
+      EXPECT_NEAR(sum, exact, 1e-6 * exact) << cpu::isa_name(isa) << " n " << n;
+      EXPECT_EQ(sum, sk->exp_shifted_sum(s.data(), got_max, e.data(), n));
     }
   }
 }

@@ -1,5 +1,6 @@
 #include "vendors/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -41,13 +42,12 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   const int64_t esize = bf16 ? 2 : 4;
   thread_local std::vector<float> vwide_buf;
   float* vwide = bf16 ? scratch(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
-  const uint16_t* kp16[kKvChunk];
+  const void* krows[kKvChunk];
   auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;
   float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
   const float** qrows = ptrs;
-  const float** kp = ptrs + rows;
-  const float** vp = kp + kKvChunk;
+  const float** vp = ptrs + rows;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t hh = it.h0 + r / head_rows, i = it.i0 + (r / group) % nq, h = r % group;
     qrows[r] = job.q + ((s.q_row0 + i) * job.hq + hh * group + h) * d;
@@ -57,48 +57,61 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   std::fill(acc, acc + rows * d, 0.0f);
 
   const int64_t max_visible = s.past + it.i1;  // the last query's
-  int64_t base[kKvChunk];                      // offset of each chunk position's row (kv head 0)
-  auto row_offset = [&](int64_t p) {  // of kv position p, kv head 0; the same in the k and v caches
-    int64_t row;
-    if (job.paged) {
-      const int64_t block = job.block_tables[s.b * job.max_blocks + p / job.block_size];
-      row = block * job.block_size + p % job.block_size;
-    } else {
-      row = s.kv_row0 + p;
+  // Offsets of each chunk position's row (kv head 0; the same in the k and v caches), found once per
+  // chunk: for the prefetch of the chunk, then for reading it (a division per position cost more than
+  // the chunk's softmax at batch 1).
+  int64_t base[kKvChunk], next_base[kKvChunk];
+  auto chunk_offsets = [&](int64_t p0, int64_t* out) {
+    const int64_t p1 = std::min(p0 + kKvChunk, max_visible), row_elems = job.hk * d;
+    if (!job.paged) {
+      for (int64_t p = p0; p < p1; ++p) out[p - p0] = (s.kv_row0 + p) * row_elems;
+      return;
     }
-    return row * job.hk * d;
+    const int32_t* table = job.block_tables + s.b * job.max_blocks;
+    int64_t blk = p0 / job.block_size, in_block = p0 % job.block_size;
+    for (int64_t p = p0; p < p1; ++p) {
+      out[p - p0] = (table[blk] * job.block_size + in_block) * row_elems;
+      if (++in_block == job.block_size) {
+        in_block = 0;
+        ++blk;
+      }
+    }
   };
   // A position's rows of heads [h0, h1) are contiguous, but consecutive positions are hk * d floats
   // apart (a page apart in the paged layout once hk * d >= 1024): prefetch the next chunk meanwhile.
-  auto prefetch_chunk = [&](int64_t p0) {
+  auto prefetch_chunk = [&](int64_t p0, const int64_t* offs) {
     const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
     for (int64_t p = p0; p < p1; ++p) {
-      const int64_t off = row_offset(p) + it.h0 * d;
+      const int64_t off = offs[p - p0] + it.h0 * d;
       for (int64_t c = 0; c < nh * d; c += 64 / esize) {
         __builtin_prefetch(at(job.k, off + c), 0, 3);
         __builtin_prefetch(at(job.v, off + c), 0, 3);
       }
     }
   };
-  if (max_visible > 0) prefetch_chunk(0);
+  if (max_visible > 0) {
+    chunk_offsets(0, next_base);
+    prefetch_chunk(0, next_base);
+  }
   for (int64_t p0 = 0; p0 < max_visible; p0 += kKvChunk) {
     const int64_t p1 = std::min(p0 + kKvChunk, max_visible);
-    for (int64_t p = p0; p < p1; ++p) base[p - p0] = row_offset(p);
-    if (p1 < max_visible) prefetch_chunk(p1);
+    std::copy(next_base, next_base + (p1 - p0), base);
+    if (p1 < max_visible) {
+      chunk_offsets(p1, next_base);
+      prefetch_chunk(p1, next_base);
+    }
     // Queries that see this chunk at all are a suffix [first, i1) of the tile.
     int64_t first = it.i0;
     while (s.past + first + 1 <= p0) ++first;
     for (int64_t hh = it.h0; hh < it.h1; ++hh) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t j = p - p0, off = base[j] + hh * d;
+        krows[j] = at(job.k, off);
         if (bf16) {
-          kp16[j] = reinterpret_cast<const uint16_t*>(at(job.k, off));
-          const uint16_t* vr = reinterpret_cast<const uint16_t*>(at(job.v, off));
           float* vw = vwide + j * d;
-          for (int64_t c = 0; c < d; ++c) vw[c] = bf16_to_f32(vr[c]);
+          sk.widen_bf16(reinterpret_cast<const uint16_t*>(at(job.v, off)), vw, d);
           vp[j] = vw;
         } else {
-          kp[j] = reinterpret_cast<const float*>(at(job.k, off));
           vp[j] = reinterpret_cast<const float*>(at(job.v, off));
         }
       }
@@ -107,25 +120,13 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       // head serve all its rows; missing positions of a short last chunk are zero.
       const int64_t r0 = (hh - it.h0) * head_rows + (first - it.i0) * group, r1 = (hh - it.h0 + 1) * head_rows;
       const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
-      for (int64_t c = 0; c < d; ++c) {
-        float* row = kt + c * width;
-        if (bf16) {
-          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = bf16_to_f32(kp16[j][c]);
-        } else {
-          for (int64_t j = 0; j < p1 - p0; ++j) row[j] = kp[j][c];
-        }
-        for (int64_t j = p1 - p0; j < width; ++j) row[j] = 0.0f;
-      }
+      sk.transpose_keys(krows, job.kv_dtype, p1 - p0, d, kt, width);
       sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
         const int64_t cnt = std::min(p1, visible) - p0;
         float* sr = score + r * kKvChunk;
-        float chunk_max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < cnt; ++j) {
-          sr[j] *= job.scale;
-          chunk_max = std::max(chunk_max, sr[j]);
-        }
+        const float chunk_max = sk.scale_max(sr, job.scale, cnt);
         float* a = acc + r * d;
         if (chunk_max > m[r]) {  // rescale what was summed under the old max
           const float alpha = std::exp(m[r] - chunk_max);
@@ -133,8 +134,7 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
           sk.scale(a, alpha, d);
           m[r] = chunk_max;
         }
-        sk.exp_shifted(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
-        for (int64_t j = 0; j < cnt; ++j) l[r] += sr[j];
+        l[r] += sk.exp_shifted_sum(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
       }
       // P @ V, rows that see the same positions together (a query's heads always do; every row
       // does in chunks wholly in the past).

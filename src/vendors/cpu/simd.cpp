@@ -2,10 +2,12 @@
 // region, so the build needs no -march flag; the path is chosen at run time (cpu_kernels.h).
 #include "vendors/cpu/simd.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -50,10 +52,18 @@ static inline vec vpow2n(vec n) {
 static inline vec vround(vec x) { return vec{std::nearbyint(x[0]), std::nearbyint(x[1]), std::nearbyint(x[2]), std::nearbyint(x[3])}; }
 static inline float vreduce(vec v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 static inline void vkeep(vec&) {}
+// v[i][j] <- v[j][i]: kLanes vectors of kLanes lanes transposed in registers (attention's key chunks).
+static inline void vtranspose(vec (&v)[kLanes]) {
+  vec t[kLanes];
+  for (int i = 0; i < kLanes; ++i)
+    for (int j = 0; j < kLanes; ++j) t[i][j] = v[j][i];
+  for (int i = 0; i < kLanes; ++i) v[i] = t[i];
+}
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -81,6 +91,24 @@ static inline vec vpow2n(vec n) {
 }
 static inline vec vround(vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline void vkeep(vec& v) { asm("" : "+x"(v)); }
+// v[i][j] <- v[j][i] for the 8 x 8 block (unpack pairs, then 64-bit pairs, then 128-bit halves).
+static inline void vtranspose(vec (&v)[kLanes]) {
+  __m256 a[8], b[8];
+  for (int i = 0; i < 8; i += 2) {
+    a[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+    a[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    b[i] = _mm256_shuffle_ps(a[i], a[i + 2], 0x44);
+    b[i + 1] = _mm256_shuffle_ps(a[i], a[i + 2], 0xEE);
+    b[i + 2] = _mm256_shuffle_ps(a[i + 1], a[i + 3], 0x44);
+    b[i + 3] = _mm256_shuffle_ps(a[i + 1], a[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x20);
+    v[i + 4] = _mm256_permute2f128_ps(b[i], b[i + 4], 0x31);
+  }
+}
 static inline float vreduce(vec v) {
   const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
@@ -90,7 +118,8 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx2, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -119,6 +148,39 @@ static inline vec vpow2n(vec n) {
 }
 static inline vec vround(vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 static inline void vkeep(vec& v) { asm("" : "+v"(v)); }
+// v[i][j] <- v[j][i] for the 16 x 16 block: within each 128-bit lane as the 8-wide transpose does, then
+// the 4 x 4 block of lanes by two rounds of vshuff32x4.
+static inline void vtranspose(vec (&v)[kLanes]) {
+  __m512 a[16], b[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i += 2) {
+    a[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+    a[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; i += 4) {
+    b[i] = _mm512_shuffle_ps(a[i], a[i + 2], 0x44);
+    b[i + 1] = _mm512_shuffle_ps(a[i], a[i + 2], 0xEE);
+    b[i + 2] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0x44);
+    b[i + 3] = _mm512_shuffle_ps(a[i + 1], a[i + 3], 0xEE);
+  }
+  // Lane L of b[4q + r] is now rows 4q..4q+3 at column 4L + r; lane L' of the result v[4L + r] must be
+  // lane L of b[4L' + r]: a 4 x 4 transpose of 128-bit lanes.
+#pragma GCC unroll 16
+  for (int i = 0; i < 4; ++i) {
+    a[i] = _mm512_shuffle_f32x4(b[i], b[i + 4], 0x88);
+    a[i + 4] = _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD);
+    a[i + 8] = _mm512_shuffle_f32x4(b[i + 8], b[i + 12], 0x88);
+    a[i + 12] = _mm512_shuffle_f32x4(b[i + 8], b[i + 12], 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm512_shuffle_f32x4(a[i], a[i + 8], 0x88);
+    v[i + 8] = _mm512_shuffle_f32x4(a[i], a[i + 8], 0xDD);
+    v[i + 4] = _mm512_shuffle_f32x4(a[i + 4], a[i + 12], 0x88);
+    v[i + 12] = _mm512_shuffle_f32x4(a[i + 4], a[i + 12], 0xDD);
+  }
+}
 static inline float vreduce(vec v) {
   const __m256 lo = _mm512_castps512_ps256(v);
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -131,7 +193,8 @@ static inline float vreduce(vec v) {
 #include "vendors/cpu/simd_impl.inc"
 const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
                               dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row};
+                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
+                              scale_max, exp_shifted_sum};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 

@@ -7,6 +7,7 @@
 // columns its tile has, on the tiling, or on the thread that computes it.
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "vendors/cpu/cpu_kernels.h"
 
 namespace opchain::cpu {
@@ -53,6 +54,14 @@ struct SimdKernels {
                           float beta, float* o);
   // out[c] = silu(sum_j w[j][c] * u[j][c]) for c < n (a null u[j] adds nothing): a causal_conv1d row.
   void (*conv_silu_row)(const float* const* u, const float* const* w, int64_t taps, int64_t n, float* out);
+  // kt[c * w + j] = element c of key row k[j] (f32 or bf16 by dtype) as f32 for j < n, zero for
+  // n <= j < w, c < d (w a multiple of the lanes): a kv chunk's keys transposed for scores_block.
+  void (*transpose_keys)(const void* const* k, DType dtype, int64_t n, int64_t d, float* kt, int64_t w);
+  void (*widen_bf16)(const uint16_t* in, float* out, int64_t n);  // out[i] = in[i] as f32
+  // s[j] *= a for j < n; returns max_j s[j] (-inf for n = 0): an online softmax's scaled chunk scores.
+  float (*scale_max)(float* s, float a, int64_t n);
+  // exp_shifted, returning sum_j e[j] in a fixed order for a given n (lanes, then vreduce's tree).
+  float (*exp_shifted_sum)(const float* s, float m, float* e, int64_t n);
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
