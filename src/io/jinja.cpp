@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/utf8.h"
 
 namespace opchain::jinja {
 namespace {
@@ -222,81 +223,6 @@ bool truthy(const Value& v) {
     case 6: return !v.items().empty();
     case 7: return !v.dict().entries.empty();
     default: return true;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// UTF-8 helpers. Python strings index by code point, so slicing, len() and iteration must too.
-// Malformed bytes count as one code point each rather than throwing: rendering should not fail
-// on text that merely looks odd.
-// ---------------------------------------------------------------------------------------------
-
-std::size_t utf8_char_len(const std::string& s, std::size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  std::size_t n = 1;
-  if (c >= 0xF0 && c < 0xF8) {
-    n = 4;
-  } else if (c >= 0xE0) {
-    n = c < 0xF0 ? 3 : 1;
-  } else if (c >= 0xC0) {
-    n = 2;
-  }
-  if (i + n > s.size()) return 1;
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 1;
-  }
-  return n;
-}
-
-// Byte offsets of each code point start, plus s.size() at the end.
-std::vector<std::size_t> utf8_offsets(const std::string& s) {
-  std::vector<std::size_t> offsets;
-  offsets.reserve(s.size() + 1);
-  for (std::size_t i = 0; i < s.size(); i += utf8_char_len(s, i)) offsets.push_back(i);
-  offsets.push_back(s.size());
-  return offsets;
-}
-
-std::vector<std::string> utf8_chars(const std::string& s) {
-  std::vector<std::string> chars;
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_char_len(s, i);
-    chars.push_back(s.substr(i, n));
-    i += n;
-  }
-  return chars;
-}
-
-std::int64_t utf8_length(const std::string& s) {
-  std::int64_t n = 0;
-  for (std::size_t i = 0; i < s.size(); i += utf8_char_len(s, i)) ++n;
-  return n;
-}
-
-// Decodes one code point; malformed bytes decode to U+FFFD.
-char32_t utf8_decode(const std::string& s, std::size_t i, std::size_t n) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (n == 1) return c < 0x80 ? c : 0xFFFD;
-  char32_t cp = c & (n == 2 ? 0x1F : n == 3 ? 0x0F : 0x07);
-  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  return cp;
-}
-
-void utf8_append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
   }
 }
 
@@ -958,12 +884,12 @@ std::string unescape_string(const std::string& raw, int line) {
       case 'r': out += '\r'; break;
       case 't': out += '\t'; break;
       case 'v': out += '\v'; break;
-      case 'x': utf8_append(out, read_hex(2)); break;
-      case 'u': utf8_append(out, read_hex(4)); break;
+      case 'x': append_utf8(out, read_hex(2)); break;
+      case 'u': append_utf8(out, read_hex(4)); break;
       case 'U': {
         const char32_t cp = read_hex(8);
         if (cp > 0x10FFFF) fail_syntax(line, "\\U escape out of range in string literal");
-        utf8_append(out, cp);
+        append_utf8(out, cp);
         break;
       }
       case 'N': fail_unsupported(line, "\\N{...} escape in string literal");
@@ -974,7 +900,7 @@ std::string unescape_string(const std::string& raw, int line) {
                ++k) {
             v = v * 8 + static_cast<char32_t>(raw[++i] - '0');
           }
-          utf8_append(out, v);
+          append_utf8(out, v);
         } else {
           // Unknown escapes keep their backslash, as Python does.
           out += '\\';
@@ -3063,7 +2989,7 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
         if (arg.is_string()) {
           out += arg.str();
         } else {
-          utf8_append(out, static_cast<char32_t>(as_int(arg, "%c format", line)));
+          append_utf8(out, static_cast<char32_t>(as_int(arg, "%c format", line)));
         }
         break;
       default: fail_render(line, std::string("unsupported format character '") + conv + "'");
