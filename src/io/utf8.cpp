@@ -12,10 +12,6 @@ namespace opchain {
 // Strict
 // ---------------------------------------------------------------------------------------------
 
-namespace {
-
-// Length of the well-formed sequence starting at s[i] (1..4), or 0 if ill-formed; on failure
-// `subpart` is the length of the maximal prefix that could still have begun a valid sequence.
 size_t utf8_sequence(const unsigned char* s, size_t n, size_t i, size_t& subpart) noexcept {
   const unsigned char b = s[i];
   subpart = 1;
@@ -47,8 +43,6 @@ size_t utf8_sequence(const unsigned char* s, size_t n, size_t i, size_t& subpart
   }
   return need + 1;
 }
-
-}  // namespace
 
 bool is_valid_utf8(std::string_view sv) noexcept {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());

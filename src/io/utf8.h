@@ -14,6 +14,13 @@
 
 namespace opchain {
 
+// Length of the well-formed sequence starting at s[i] (1..4), or 0 if ill-formed; on failure
+// `subpart` is the length of the maximal prefix that could still have begun a valid sequence.
+size_t utf8_sequence(const unsigned char* s, size_t n, size_t i, size_t& subpart) noexcept;
+// Whether b can begin a well-formed sequence: ASCII or C2..F4 (C0, C1 and F5..FF never can, nor
+// can a continuation byte).
+constexpr bool utf8_lead_byte(unsigned char b) noexcept { return b < 0x80 || (b >= 0xC2 && b <= 0xF4); }
+
 bool is_valid_utf8(std::string_view s) noexcept;
 // Appends `bytes` with each ill-formed sequence replaced by U+FFFD, one per maximal subpart
 // (the rule Rust's String::from_utf8_lossy follows, so decode() matches Hugging Face).
