@@ -7,10 +7,7 @@
 
 namespace opchain::jinja::detail {
 
-// ============================================================================================
-// Errors. Every message starts with the template line so a failing chat template can be fixed.
-// ============================================================================================
-
+// Every message starts with the template line so a failing chat template can be fixed.
 inline std::string at_line(int line) { return "template line " + std::to_string(line) + ": "; }
 
 [[noreturn]] inline void fail_syntax(int line, const std::string& message) {
