@@ -7,7 +7,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libboost-dev libicu-dev
   python3 python3-numpy
   # The fuzz harnesses (scripts/fuzz.sh): Debian's default clang 14 cannot build our sources
-  # (std::source_location needs clang >= 15 with libstdc++; io/jinja.cpp captures a structured
+  # (std::source_location needs clang >= 15 with libstdc++; io/jinja/ captures a structured
   # binding in a lambda, which needs clang >= 16). libclang-rt holds libFuzzer and the sanitizers.
   clang-16 libclang-rt-16-dev
 )

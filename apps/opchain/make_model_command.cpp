@@ -1,6 +1,5 @@
 // `opchain make-model`: a random-weight Hugging Face model directory of a real architecture, for
 // benchmarks and loader tests (see engine/random_model.h).
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 
@@ -8,36 +7,9 @@
 #include "apps/opchain/quant_flags.h"
 #include "core/error.h"
 #include "engine/random_model.h"
+#include "tools/default_tokenizer.h"
 
 namespace opchain::cli {
-
-namespace fs = std::filesystem;
-
-namespace {
-
-constexpr const char* kTokenizerSubdir = "tests/data/tokenizer/qwen3";
-
-// The repository's Qwen3 tokenizer, found from the working directory or from the executable (which
-// lives somewhere under a build directory of the checkout), nearest first.
-std::string find_default_tokenizer_dir() {
-  std::vector<fs::path> roots;
-  std::error_code ec;
-  roots.push_back(fs::current_path(ec));
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path p = exe.parent_path(); !p.empty(); p = p.parent_path()) {
-      roots.push_back(p);
-      if (p == p.root_path()) break;
-    }
-  for (const auto& root : roots) {
-    const fs::path candidate = root / kTokenizerSubdir;
-    if (fs::is_regular_file(candidate / "tokenizer.json", ec)) return candidate.string();
-  }
-  throw InvalidArgumentError(std::string("cannot find the Qwen3 tokenizer (") + kTokenizerSubdir +
-                             ") from the current directory or the opchain executable; pass --tokenizer-dir DIR");
-}
-
-}  // namespace
 
 Runner add_make_model_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("make-model", "Write a random-weight Hugging Face model directory of a preset architecture");
@@ -57,7 +29,7 @@ Runner add_make_model_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed; a tensor's values depend only on the seed and its name");
   cmd->add_option("--out", o->out, "output model directory (created if missing)")->required();
   cmd->add_option("--tokenizer-dir", o->tokenizer_dir,
-                  std::string("directory with tokenizer.json and tokenizer_config.json (default: ") + kTokenizerSubdir +
+                  std::string("directory with tokenizer.json and tokenizer_config.json (default: ") + tools::kDefaultTokenizerSubdir +
                       " under the current directory or a parent of the executable)");
   cmd->add_option("--shard-size-mb", o->shard_size_mb,
                   "split the weights into shards of at most this many MiB (default: 4096, as transformers shards large models)");
@@ -78,7 +50,7 @@ Runner add_make_model_command(CLI::App& app) {
     // Check the preset before searching for the tokenizer, so a typo gets the more useful error.
     (void)random_model_config_json(o->preset, o->layers, opts.dtype);
     if (!o->quant.format.empty()) opts.quantize = quant_options(o->quant, opts.dtype);
-    opts.tokenizer_dir = o->tokenizer_dir.empty() ? find_default_tokenizer_dir() : o->tokenizer_dir;
+    opts.tokenizer_dir = o->tokenizer_dir.empty() ? tools::find_default_tokenizer_dir() : o->tokenizer_dir;
     const RandomModelResult r = write_random_model(opts);
     std::cerr << "wrote " << o->out << ": " << o->preset << ", " << r.parameters << " parameters, " << std::fixed
               << std::setprecision(2) << static_cast<double>(r.weight_bytes) / 1e9 << " GB of "

@@ -1,131 +1,38 @@
-// `opchain trace`: one forward with tracing on; prints each op call's five-layer chain in order and,
-// with --chrome-trace, writes Chrome trace-event JSON (chrome://tracing, Perfetto).
-#include <algorithm>
-#include <fstream>
-#include <iomanip>
+// `opchain trace`: its flags; the traced forward and its report are tools/trace.h.
 #include <iostream>
-#include <map>
-#include <nlohmann/json.hpp>
+#include <memory>
 
 #include "apps/opchain/commands.h"
 #include "apps/opchain/precision_flag.h"
 #include "core/error.h"
-#include "core/trace.h"
-#include "engine/loaded_model.h"
-#include "engine/model_runner.h"
+#include "tools/trace.h"
 
 namespace opchain::cli {
-
-// Where the time went: top-level time per registry key (nested calls are part of their parent's), then
-// nested keys by their own time, each with its share of the traced wall time.
-static void print_op_summary(const std::vector<TraceEvent>& events) {
-  struct Row {
-    double us = 0;
-    int calls = 0;
-  };
-  std::map<std::pair<int, std::string>, Row> rows;
-  double top_us = 0;
-  for (const auto& e : events) {
-    Row& r = rows[{e.depth == 0 ? 0 : 1, e.key}];
-    r.us += e.dur_us;
-    ++r.calls;
-    if (e.depth == 0) top_us += e.dur_us;
-  }
-  std::vector<std::pair<std::pair<int, std::string>, Row>> sorted(rows.begin(), rows.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-    return a.first.first != b.first.first ? a.first.first < b.first.first : a.second.us > b.second.us;
-  });
-  std::cout << "\nper-op time (top level: " << std::fixed << std::setprecision(1) << top_us / 1e3 << " ms in kernels)\n";
-  for (const auto& [key, r] : sorted) {
-    std::cout << (key.first == 0 ? "  " : "    nested ") << std::left << std::setw(26) << key.second << std::right
-              << std::setw(10) << std::setprecision(2) << r.us / 1e3 << " ms " << std::setw(6) << std::setprecision(1)
-              << 100.0 * r.us / std::max(top_us, 1e-9) << "%  " << r.calls << " calls\n";
-  }
-}
 
 Runner add_trace_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("trace", "Run one forward and print the chain every op call crossed");
   struct Opts {
-    std::string model, ids, ids_file, vendor = "cpu", chrome, precision = "auto";
-    int decode_steps = 0, warmup = 0;
+    std::string ids, ids_file, precision = "auto";
+    tools::TraceOptions trace;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("--model", o->model, "Hugging Face model directory")->required();
+  cmd->add_option("--model", o->trace.model, "Hugging Face model directory")->required();
   cmd->add_option("--ids", o->ids, "comma-separated token ids");
   cmd->add_option("--ids-file", o->ids_file, "file of token ids");
-  cmd->add_option("--vendor", o->vendor, "kernel vendor");
+  cmd->add_option("--vendor", o->trace.vendor, "kernel vendor");
   add_precision_flag(cmd, o->precision);
-  cmd->add_option("--chrome-trace", o->chrome, "write Chrome trace JSON here");
-  cmd->add_option("--decode-steps", o->decode_steps, "also trace N greedy decode steps after the prefill");
-  cmd->add_option("--warmup", o->warmup,
+  cmd->add_option("--chrome-trace", o->trace.chrome_trace, "write Chrome trace JSON here");
+  cmd->add_option("--decode-steps", o->trace.decode_steps, "also trace N greedy decode steps after the prefill");
+  cmd->add_option("--warmup", o->trace.warmup,
                   "run the prefill N times untraced first, so the traced run finds the weights paged in and "
                   "the scratch grown (per-op times of a warm run, as bench measures)")
       ->check(CLI::NonNegativeNumber);
   return [o] {
     if (o->ids.empty() && o->ids_file.empty()) throw InvalidArgumentError("give --ids or --ids-file");
-    auto ids = parse_ids(o->ids, o->ids_file);
-    LoadedModel m = load_model(o->model, o->vendor, {}, precision_choice(o->precision));
-    const int64_t total = static_cast<int64_t>(ids.size()) + o->decode_steps;
-    KvCache cache(m.config, 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
-    std::vector<int32_t> blocks;
-    cache.allocator().allocate(cache.blocks_for(total), blocks);
-    const int32_t slot = cache.state_slots().allocate();
-    ModelRunner runner(*m.model, m.device, cache);
-    for (int w = 0; w < o->warmup; ++w) {  // same positions and blocks: each run rewrites the same KV
-      SequenceStep warm{ids, 0, blocks, false, slot};
-      runner.forward({&warm, 1});
-    }
-    Tracer tracer;
-    Tracer::set_active(&tracer);
-    struct Reset {
-      ~Reset() { Tracer::set_active(nullptr); }
-    } reset;
-    SequenceStep step{ids, 0, blocks, false, slot};
-    Tensor logits = runner.forward({&step, 1});
-    for (int s = 0; s < o->decode_steps; ++s) {
-      const float* row = logits.data<float>();
-      int32_t best = 0;
-      for (int64_t v = 1; v < logits.size(1); ++v)
-        if (row[v] > row[best]) best = static_cast<int32_t>(v);
-      const int64_t past = static_cast<int64_t>(ids.size());
-      ids.push_back(best);
-      SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false, slot};
-      logits = runner.forward({&d, 1});
-    }
-    std::cout << "model " << m.config.architecture << " vendor " << o->vendor << ", " << tracer.events().size()
-              << " op calls\n";
-    std::cout << "module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel | metadata | tensors | time\n";
-    for (const auto& e : tracer.events()) {
-      std::cout << std::string(static_cast<size_t>(e.depth) * 4, ' ') << e.module_path << " -> " << e.nn_module << " -> "
-                << e.op_type << " -> " << e.impl << " -> " << e.key << " -> " << e.vendor << ":" << e.kernel;
-      if (!e.metadata.empty()) std::cout << " | " << e.metadata;
-      std::cout << " | " << e.tensors << " | " << std::fixed << std::setprecision(1) << e.dur_us << " us\n";
-    }
-    print_op_summary(tracer.events());
-    if (!o->chrome.empty()) {
-      nlohmann::json events = nlohmann::json::array();
-      for (const auto& e : tracer.events()) {
-        events.push_back({{"name", e.key},
-                          {"cat", e.vendor},
-                          {"ph", "X"},
-                          {"ts", e.start_us},
-                          {"dur", e.dur_us},
-                          {"pid", 1},
-                          {"tid", 1},
-                          {"args",
-                           {{"module_path", e.module_path},
-                            {"nn_module", e.nn_module},
-                            {"op_type", e.op_type},
-                            {"impl", e.impl},
-                            {"kernel", e.kernel},
-                            {"metadata", e.metadata},
-                            {"tensors", e.tensors}}}});
-      }
-      std::ofstream out(o->chrome);
-      if (!out) throw InvalidArgumentError("cannot write " + o->chrome);
-      out << nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump() << "\n";
-      std::cerr << "wrote " << o->chrome << "\n";
-    }
+    tools::TraceOptions trace = o->trace;
+    trace.prompt = parse_ids(o->ids, o->ids_file);
+    trace.precision = precision_choice(o->precision);
+    tools::run_trace(trace, std::cout, std::cerr);
     return 0;
   };
 }

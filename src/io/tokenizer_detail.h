@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/utf8.h"
+
 namespace opchain::tokenizer_detail {
 
 // Non-owning callable reference: the pre-tokenizer calls back once per piece, and
@@ -143,12 +145,11 @@ inline constexpr size_t kSmallWord = 80;
 size_t merge_small(const MergeTable& merges, int32_t* sym, size_t m) noexcept;
 void merge_large(const MergeTable& merges, std::vector<int32_t>& sym);
 
-// UTF-8 helpers.
-bool is_valid_utf8(std::string_view s) noexcept;
-// Appends `bytes` with each ill-formed sequence replaced by U+FFFD, one per maximal subpart
-// (the rule Rust's String::from_utf8_lossy follows, so decode() matches Hugging Face).
-void append_utf8_lossy(std::string& out, std::string_view bytes);
-void append_utf8(std::string& out, char32_t cp);
+// UTF-8 lives in io/utf8.h; the td:: spellings stay for the tokenizer and its tests.
+using opchain::append_utf8;
+using opchain::append_utf8_lossy;
+using opchain::decode_utf8;
+using opchain::is_valid_utf8;
 
 // GPT-2 byte-level alphabet: every byte maps to one printable code point.
 char32_t byte_to_char(uint8_t b) noexcept;
@@ -158,25 +159,5 @@ int char_to_byte(char32_t c) noexcept;
 // Unicode properties used by the pre-tokenizer and added-token options.
 bool is_white_space(char32_t c) noexcept;  // Unicode White_Space, i.e. Rust/Oniguruma \s
 bool is_word_char(char32_t c) noexcept;    // Rust regex \w: Alphabetic, M, Nd, Pc, Join_Control
-
-// Decodes the code point starting at s[i] of valid UTF-8; sets len to its byte length.
-inline char32_t decode_utf8(const unsigned char* s, size_t i, size_t& len) noexcept {
-  const unsigned char b = s[i];
-  if (b < 0x80) {
-    len = 1;
-    return b;
-  }
-  if (b < 0xE0) {
-    len = 2;
-    return (char32_t(b & 0x1F) << 6) | (s[i + 1] & 0x3F);
-  }
-  if (b < 0xF0) {
-    len = 3;
-    return (char32_t(b & 0x0F) << 12) | (char32_t(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
-  }
-  len = 4;
-  return (char32_t(b & 0x07) << 18) | (char32_t(s[i + 1] & 0x3F) << 12) |
-         (char32_t(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
-}
 
 }  // namespace opchain::tokenizer_detail

@@ -1,6 +1,6 @@
 // Regression tests for hostile templates and data: each case is a crash, hang or runaway allocation
 // that fuzzing or reading the engine found (issue 16), now a clear error naming the limit
-// (Note [Template limits] in src/io/jinja.cpp; the values are listed in docs/reliability.md).
+// (Note [Template limits] in src/io/jinja/limits.h; the values are listed in docs/reliability.md).
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,10 +1,9 @@
-#include "apps/opchain/grammar_bench.h"
+#include "tools/grammar_bench.h"
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
-#include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -16,7 +15,7 @@
 #include "engine/token_vocabulary.h"
 #include "io/tokenizer.h"
 
-namespace opchain::cli {
+namespace opchain::tools {
 
 namespace {
 
@@ -43,7 +42,10 @@ double mean(const std::vector<double>& v) {
 
 }  // namespace
 
-int run_grammar_bench(const std::string& model_dir, const std::string& schema_file, int reps, bool as_json) {
+void run_grammar_bench(const GrammarBenchOptions& o, std::ostream& out) {
+  const std::string& model_dir = o.model_dir;
+  const std::string& schema_file = o.schema_file;
+  const int reps = o.reps;
   if (reps <= 0) throw InvalidArgumentError("--reps must be positive, got " + std::to_string(reps));
   const Tokenizer tok = Tokenizer::from_file(model_dir + "/tokenizer.json");
   size_t vocab_size = tok.vocab_size();
@@ -96,7 +98,7 @@ int run_grammar_bench(const std::string& model_dir, const std::string& schema_fi
   const auto st = grammar->stats();
   std::vector<double> all = first_walk_ms;
   all.insert(all.end(), later_ms.begin(), later_ms.end());
-  const nlohmann::json out = {
+  const nlohmann::json report = {
       {"model", model_dir},
       {"json_schema", schema_file},
       {"vocab_size", vocab_size},
@@ -113,21 +115,20 @@ int run_grammar_bench(const std::string& model_dir, const std::string& schema_fi
       {"apply_mask_in_sampler_ms", mean(apply_ms)},
       {"automaton_states", st.states},
       {"masks_computed", st.masks_computed}};
-  if (as_json) {
-    std::cout << out.dump(2) << std::endl;
-    return 0;
+  if (o.json) {
+    out << report.dump(2) << std::endl;
+    return;
   }
-  std::cout << std::fixed << std::setprecision(3) << "grammar mask for " << schema_file << " over " << vocab_size
-            << " tokens (" << vocab->num_nodes() << " trie nodes)\n"
-            << "vocabulary trie built in " << vocab_ms << " ms, schema compiled in " << compile_ms << " ms\n"
-            << reps << " random walks (" << complete << " reached a complete value), " << all.size() << " tokens\n"
-            << "mask per token: mean " << mean(all) << " ms, p50 " << percentile(all, 0.5) << " ms, p99 "
-            << percentile(all, 0.99) << " ms, max " << percentile(all, 1.0) << " ms\n"
-            << "  first walk (cold automaton) " << mean(first_walk_ms) << " ms/token, later walks " << mean(later_ms)
-            << " ms/token\n"
-            << "applying the mask in the sampler: " << mean(apply_ms) << " ms/token\n"
-            << st.states << " automaton states, " << st.masks_computed << " masks computed (the rest from the cache)\n";
-  return 0;
+  out << std::fixed << std::setprecision(3) << "grammar mask for " << schema_file << " over " << vocab_size
+      << " tokens (" << vocab->num_nodes() << " trie nodes)\n"
+      << "vocabulary trie built in " << vocab_ms << " ms, schema compiled in " << compile_ms << " ms\n"
+      << reps << " random walks (" << complete << " reached a complete value), " << all.size() << " tokens\n"
+      << "mask per token: mean " << mean(all) << " ms, p50 " << percentile(all, 0.5) << " ms, p99 "
+      << percentile(all, 0.99) << " ms, max " << percentile(all, 1.0) << " ms\n"
+      << "  first walk (cold automaton) " << mean(first_walk_ms) << " ms/token, later walks " << mean(later_ms)
+      << " ms/token\n"
+      << "applying the mask in the sampler: " << mean(apply_ms) << " ms/token\n"
+      << st.states << " automaton states, " << st.masks_computed << " masks computed (the rest from the cache)\n";
 }
 
-}  // namespace opchain::cli
+}  // namespace opchain::tools
