@@ -15,6 +15,8 @@ echo "== release tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
 echo "== vendor plugin outside the tree (install, find_package, build examples/vendor-plugin, generate)"
 scripts/test_vendor_plugin.sh build
+echo "== the library outside the tree (install, find_package and pkg-config, build examples/library, generate)"
+scripts/test_library_example.sh build
 
 echo "== ASan + UBSan build"
 scripts/build.sh asan
