@@ -48,3 +48,7 @@ OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/structu
 echo "== Python tests (quantised checkpoints against an independent numpy reader)"
 python3 -m pip install -q -r tests/quant/requirements.txt
 OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/quant
+
+echo "== Python module opchain (python/, from the build tree) under pytest"
+python3 -m pip install -q -r tests/python/requirements.txt
+PYTHONPATH="$PWD/build/python" OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/python
