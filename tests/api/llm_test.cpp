@@ -1,22 +1,20 @@
-// The public API (include/opchain/opchain.h) through libopchain.so: what it generates is what the
-// engine generates, streaming and batching change nothing, and failures arrive as api::Error with
-// the engine's message.
+// The public API (include/opchain/opchain.h) as a user links it: this binary is built from the public
+// header and libopchain.so alone (no engine header, no engine library), and what the API generates,
+// tokenizes and renders is compared with what the `opchain` binary prints for the same input.
+// Streaming and batching change nothing, and failures arrive as api::Error with the engine's message.
 #include "opchain/opchain.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "engine/generation_config.h"
-#include "engine/llm_engine.h"
-#include "engine/loaded_model.h"
-#include "io/chat_template.h"
-#include "io/model_directory.h"
-#include "io/tokenizer.h"
+#include "apps/cli_run.h"
 #include "test_paths.h"
 
 namespace opchain {
@@ -55,31 +53,33 @@ TEST(ApiLlm, TokenizeRoundTrips) {
   const auto ids = llm.tokenize(text);
   ASSERT_FALSE(ids.empty());
   EXPECT_EQ(llm.detokenize(ids), text);
-  const ModelDirectory dir = ModelDirectory::read(kModel);
-  EXPECT_EQ(ids, Tokenizer::from_model_directory(dir).encode(text));
+  const test::CliResult cli = test::run_opchain("tokenize --model " + kModel + " --text '" + text + "'");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(ids, nlohmann::json::parse(cli.out)["ids"].get<std::vector<int32_t>>());
 }
 
-TEST(ApiLlm, GreedyGenerateEqualsTheEngines) {
-  const ModelDirectory dir = ModelDirectory::read(kModel);
-  LoadedModel m = load_model(dir, "cpu", {}, PrecisionChoice::Auto);
-  const Tokenizer tok = Tokenizer::from_model_directory(dir);
-  const GenerationDefaults defaults = load_generation_defaults(dir, m.config.eos_token_ids);
-  EngineConfig ec;
-  ec.kv_cache_bytes = 64ull << 20;
-  ec.graph = true;
-  LLMEngine engine(*m.model, m.device, &tok, ec, defaults.eos_ids);
-  GenerationRequest r;
-  r.prompt_ids = tok.encode("The cat");
-  r.sampling.temperature = 0;
-  r.max_new_tokens = 24;
-  const auto expected = engine.generate({r});
+std::string csv(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
 
+TEST(ApiLlm, GreedyGenerateEqualsTheCli) {
+  const test::CliResult cli = test::run_opchain("generate --model " + kModel +
+                                                " --prompt 'The cat' --temperature 0 --max-new-tokens 24 --json");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  const nlohmann::json expected = nlohmann::json::parse(cli.out);
   const api::Output out = shared_llm().generate("The cat", greedy(24));
-  EXPECT_EQ(out.token_ids, expected[0].ids);
-  EXPECT_EQ(out.text, expected[0].text);
-  EXPECT_EQ(out.prompt_tokens, expected[0].prompt_tokens);
-  EXPECT_EQ(api::to_string(out.finish_reason), std::string(finish_reason_name(expected[0].finish_reason)));
-  EXPECT_EQ(shared_llm().generate_ids(tok.encode("The cat"), greedy(24)).token_ids, expected[0].ids);
+  EXPECT_EQ(out.token_ids, expected["ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(out.text, expected["text"].get<std::string>());
+  EXPECT_EQ(out.prompt_tokens, expected["prompt_tokens"].get<int64_t>());
+  EXPECT_EQ(api::to_string(out.finish_reason), expected["finish_reason"].get<std::string>());
+  const std::vector<int32_t> prompt = shared_llm().tokenize("The cat");
+  EXPECT_EQ(shared_llm().generate_ids(prompt, greedy(24)).token_ids, out.token_ids);
+  const test::CliResult from_ids = test::run_opchain("generate --model " + kModel + " --prompt-ids " + csv(prompt) +
+                                                     " --temperature 0 --max-new-tokens 24 --json");
+  ASSERT_EQ(from_ids.exit_code, 0) << from_ids.err;
+  EXPECT_EQ(nlohmann::json::parse(from_ids.out)["ids"], expected["ids"]);
 }
 
 TEST(ApiLlm, StreamedPiecesConcatenateToTheText) {
@@ -189,14 +189,18 @@ TEST(ApiLlm, ABadModelDirectoryThrowsAClearMessage) {
   EXPECT_THROW((api::LLM{kModel, o}), api::Error);
 }
 
-TEST(ApiLlm, AppliesTheChatTemplate) {
+TEST(ApiLlm, AppliesTheChatTemplateAsTheCliRendersIt) {
   api::LLM& llm = shared_llm();
   EXPECT_TRUE(llm.info().has_chat_template);
   const std::string prompt = llm.apply_chat_template({{"system", "Be brief."}, {"user", "hi"}});
-  const ChatTemplate tmpl = ChatTemplate::from_model_directory(ModelDirectory::read(kModel));
-  const nlohmann::ordered_json messages = nlohmann::ordered_json::array(
-      {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "hi"}}});
-  EXPECT_EQ(prompt, tmpl.render(messages, nlohmann::ordered_json(), true, nlohmann::ordered_json::object()));
+  const std::filesystem::path conv =
+      std::filesystem::temp_directory_path() / ("opchain_api_conv_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(conv) << R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+                            "add_generation_prompt": true})";
+  const test::CliResult cli = test::run_opchain("chat-template --model " + kModel + " --conversation " + conv.string());
+  std::filesystem::remove(conv);
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_EQ(prompt, cli.out);
   EXPECT_NE(prompt.find("hi"), std::string::npos) << prompt;
   EXPECT_FALSE(llm.generate(prompt, greedy(8)).token_ids.empty());
 }
@@ -205,7 +209,7 @@ TEST(ApiLlm, AModelWithoutTokenizerFilesRunsOnIds) {
   const std::filesystem::path tmp =
       std::filesystem::temp_directory_path() / ("opchain_api_ids_only_" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp);
-  for (auto name : {model_file::kConfig, model_file::kWeights, model_file::kGenerationConfig})
+  for (const char* name : {"config.json", "model.safetensors", "generation_config.json"})
     std::filesystem::copy_file(std::filesystem::path(kModel) / name, tmp / name,
                                std::filesystem::copy_options::overwrite_existing);
   {
