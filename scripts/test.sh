@@ -15,6 +15,8 @@ echo "== release tests"
 ctest --test-dir build --output-on-failure -j "$jobs" --timeout 900
 echo "== vendor plugin outside the tree (install, find_package, build examples/vendor-plugin, generate)"
 scripts/test_vendor_plugin.sh build
+echo "== the library outside the tree (install, find_package and pkg-config, build examples/library, generate)"
+scripts/test_library_example.sh build
 
 echo "== ASan + UBSan build"
 scripts/build.sh asan
@@ -46,3 +48,7 @@ OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/structu
 echo "== Python tests (quantised checkpoints against an independent numpy reader)"
 python3 -m pip install -q -r tests/quant/requirements.txt
 OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/quant
+
+echo "== Python module opchain (python/, from the build tree) under pytest"
+python3 -m pip install -q -r tests/python/requirements.txt
+PYTHONPATH="$PWD/build/python" OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/python

@@ -27,7 +27,7 @@ struct GenerateOpts {
 };
 
 std::vector<int32_t> encode_prompt(const ModelSession& s, const std::string& text, bool chat, bool no_thinking) {
-  if (!s.tokenizer) throw FormatError("no tokenizer.json in " + s.loaded.dir + " (needed for text prompts)");
+  if (!s.tokenizer) throw FormatError(no_tokenizer_message(s.loaded.dir));
   if (!chat) return s.tokenizer->encode(text);
   if (!s.chat_template) throw FormatError("--chat: " + s.loaded.dir + " has no chat template");
   nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", text}}});

@@ -3,14 +3,14 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
-#include "core/error.h"
-#include "io/linear_weights.h"
-#include "core/thread_pool.h"
 #include "apps/opchain/precision_flag.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "io/linear_weights.h"
+#include "io/model_directory.h"
 
 namespace opchain::cli {
 
@@ -46,6 +46,10 @@ static std::string human_count(int64_t n) {
   return buf;
 }
 
+std::string no_tokenizer_message(const std::string& model_dir) {
+  return "no " + std::string(model_file::kTokenizer) + " in " + model_dir + " (needed for text prompts)";
+}
+
 std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_tokenizer) {
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
   auto s = std::make_unique<ModelSession>();
@@ -61,16 +65,16 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
       if (done == total) std::fprintf(stderr, "\r\033[K");
     };
   }
-  s->loaded = load_model(f.model, f.vendor, progress, precision_choice(f.precision));
-  const std::string tok_path = (std::filesystem::path(f.model) / "tokenizer.json").string();
-  if (std::filesystem::exists(tok_path)) s->tokenizer = Tokenizer::from_file(tok_path);
-  else if (need_tokenizer) throw FormatError("no tokenizer.json in " + f.model + " (needed for text prompts)");
+  const ModelDirectory dir = ModelDirectory::read(f.model);
+  s->loaded = load_model(dir, f.vendor, progress, precision_choice(f.precision));
+  if (dir.tokenizer.exists()) s->tokenizer = Tokenizer::from_model_directory(dir);
+  else if (need_tokenizer) throw FormatError(no_tokenizer_message(f.model));
   try {
-    s->chat_template = ChatTemplate::from_model_dir(f.model);
+    s->chat_template = ChatTemplate::from_model_directory(dir);
   } catch (const FormatError&) {
     s->chat_template.reset();  // no template: --chat reports it when asked
   }
-  s->defaults = load_generation_defaults(f.model, s->loaded.config.eos_token_ids);
+  s->defaults = load_generation_defaults(dir, s->loaded.config.eos_token_ids);
   EngineConfig ec;
   ec.block_size = f.block_size;
   ec.kv_cache_bytes = static_cast<size_t>(f.kv_cache_mb) << 20;

@@ -1,6 +1,5 @@
 // `opchain tokenize` and `opchain chat-template`: the text front end on its own. DIR may hold only
 // the tokenizer files (tokenizer.json, tokenizer_config.json, chat_template.jinja).
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +7,7 @@
 #include "apps/opchain/commands.h"
 #include "core/error.h"
 #include "io/chat_template.h"
+#include "io/model_directory.h"
 #include "io/tokenizer.h"
 
 namespace opchain::cli {
@@ -41,7 +41,7 @@ Runner add_tokenize_command(CLI::App& app) {
   t->excludes(c);
   cmd->add_flag("--skip-special-tokens", o->skip_special, "decode without special tokens");
   return [o] {
-    const Tokenizer tok = Tokenizer::from_file((std::filesystem::path(o->model) / "tokenizer.json").string());
+    const Tokenizer tok = Tokenizer::from_model_directory(ModelDirectory::read(o->model));
     std::vector<std::string> inputs;
     if (!o->cases.empty()) {
       const auto j = read_json_file(o->cases, "--cases");
@@ -78,7 +78,8 @@ Runner add_chat_template_command(CLI::App& app) {
                   "JSON {messages, tools, add_generation_prompt, enable_thinking, ...}")->required();
   cmd->add_flag("--ids", o->ids, "also print the token ids of the prompt (one JSON line)");
   return [o] {
-    const ChatTemplate tmpl = ChatTemplate::from_model_dir(o->model);
+    const ModelDirectory dir = ModelDirectory::read(o->model);
+    const ChatTemplate tmpl = ChatTemplate::from_model_directory(dir);
     const auto conv = read_json_file(o->conversation, "--conversation");
     if (!conv.is_object() || !conv.contains("messages") || !conv["messages"].is_array())
       throw InvalidArgumentError("--conversation " + o->conversation + " needs a \"messages\" array");
@@ -93,7 +94,7 @@ Runner add_chat_template_command(CLI::App& app) {
       std::cout << prompt;
       return 0;
     }
-    const Tokenizer tok = Tokenizer::from_file((std::filesystem::path(o->model) / "tokenizer.json").string());
+    const Tokenizer tok = Tokenizer::from_model_directory(dir);
     nlohmann::ordered_json line;
     line["prompt"] = prompt;
     line["ids"] = tok.encode(prompt);

@@ -1,34 +1,33 @@
 #include "engine/generation_config.h"
 
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/input_errors.h"
 #include "io/json_input.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
 namespace {
 
-GenerationDefaults load_unguarded(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids) {
+GenerationDefaults load_unguarded(const ModelFile& file, const std::vector<int64_t>& config_eos_ids) {
   GenerationDefaults d;
   for (int64_t e : config_eos_ids) d.eos_ids.push_back(static_cast<int32_t>(e));
-  const auto path = std::filesystem::path(model_dir) / "generation_config.json";
-  if (!std::filesystem::exists(path)) return d;
-  const nlohmann::json j = read_json_file(path.string());
+  if (!file.exists()) return d;
+  const std::string& path = file.path;
+  const nlohmann::json j = parse_json_input(*file.text, path);
   try {
     d.sampling = SamplingParams::from_generation_config(j);
   } catch (const Error& e) {
-    throw FormatError(path.string() + ": " + e.what());
+    throw FormatError(path + ": " + e.what());
   }
   if (j.contains("eos_token_id")) {
     std::vector<int32_t> ids;
     auto add = [&](const nlohmann::json& v) {
       if (!v.is_number_integer()) return;
       if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX : (v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX))
-        throw FormatError(path.string() + ": eos_token_id " + v.dump() + " is not a token id");
+        throw FormatError(path + ": eos_token_id " + v.dump() + " is not a token id");
       ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
     };
     const auto& e = j["eos_token_id"];
@@ -43,8 +42,12 @@ GenerationDefaults load_unguarded(const std::string& model_dir, const std::vecto
 
 }  // namespace
 
+GenerationDefaults load_generation_defaults(const ModelDirectory& dir, const std::vector<int64_t>& config_eos_ids) {
+  return guard_input(dir.generation_config.path, [&] { return load_unguarded(dir.generation_config, config_eos_ids); });
+}
+
 GenerationDefaults load_generation_defaults(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids) {
-  return guard_input(model_dir + "/generation_config.json", [&] { return load_unguarded(model_dir, config_eos_ids); });
+  return load_generation_defaults(ModelDirectory::read(model_dir), config_eos_ids);
 }
 
 }  // namespace opchain

@@ -15,6 +15,10 @@ struct GenerationDefaults {
   int64_t max_new_tokens = 0;       // 0: not set
 };
 
+struct ModelDirectory;
+
+// From the directory already read (Note [Model directory]); the string form reads it first.
+GenerationDefaults load_generation_defaults(const ModelDirectory& dir, const std::vector<int64_t>& config_eos_ids);
 GenerationDefaults load_generation_defaults(const std::string& model_dir, const std::vector<int64_t>& config_eos_ids);
 
 }  // namespace opchain

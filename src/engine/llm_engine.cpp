@@ -220,8 +220,12 @@ void LLMEngine::finish(Sequence& s, FinishReason reason) {
   out.completion_tokens = s.generated();
   out.finish_reason = reason;
   // Streaming callers get everything through events; only generate()-style callers collect outputs.
-  if (!s.on_event) finished_.push_back(std::move(out));
-  if (s.on_event) s.on_event(ev);
+  if (s.on_event) {
+    ev.output = &out;
+    s.on_event(ev);
+  } else {
+    finished_.push_back(std::move(out));
+  }
 }
 
 // The logprobs of the tokens whose text an event carries: all not yet sent.

@@ -59,6 +59,8 @@ struct GenerationRequest {
 enum class FinishReason { None, Stop, Length, Aborted };
 const char* finish_reason_name(FinishReason r);
 
+struct RequestOutput;
+
 // One streaming update: the tokens and text a step added to a request.
 struct StreamEvent {
   uint64_t request_id = 0;
@@ -72,6 +74,9 @@ struct StreamEvent {
   // Set on the finished event: a stop token or a last token with no text sends no event of its
   // own, so counting events cannot give the usage a server reports.
   int64_t prompt_tokens = 0, completion_tokens = 0;
+  // Set on the finished event, valid during the callback: the request's whole output, as
+  // take_output gives it to callers that do not stream (the public API, src/api, reads it).
+  const RequestOutput* output = nullptr;
 };
 using StreamCallback = std::function<void(const StreamEvent&)>;
 

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "io/model_directory.h"
 #include "vendors/builtin_vendors.h"
 
 namespace opchain {
@@ -28,8 +29,16 @@ MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype
 LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress,
                        PrecisionChoice precision) {
   const auto start = std::chrono::steady_clock::now();
+  LoadedModel m = load_model(ModelDirectory::read(dir), vendor, progress, precision);
+  m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return m;
+}
+
+LoadedModel load_model(const ModelDirectory& dir, const std::string& vendor, const BuildProgress& progress,
+                       PrecisionChoice precision) {
+  const auto start = std::chrono::steady_clock::now();
   LoadedModel m;
-  m.dir = dir;
+  m.dir = dir.dir;
   m.config = load_model_config(dir);
   m.weights = std::make_unique<WeightStore>(dir);
   m.device.vendor = vendor;

@@ -30,7 +30,10 @@ enum class PrecisionChoice : uint8_t { Auto, F32, Bf16, Quantized };
 std::optional<PrecisionChoice> parse_precision_choice(std::string_view s);
 MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint = false);
 
-// Throws FormatError / UnsupportedOpError with the file, tensor or op named.
+// Throws FormatError / UnsupportedOpError with the file, tensor or op named. The first form takes the
+// directory already read (Note [Model directory]); the second reads it first.
+LoadedModel load_model(const ModelDirectory& dir, const std::string& vendor, const BuildProgress& progress = {},
+                       PrecisionChoice precision = PrecisionChoice::F32);
 LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress = {},
                        PrecisionChoice precision = PrecisionChoice::F32);
 

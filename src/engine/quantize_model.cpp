@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
@@ -198,17 +199,17 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
   const fs::path src(opts.model_dir), dst(opts.out_dir);
   std::error_code ec;
   if (fs::equivalent(src, dst, ec)) throw InvalidArgumentError("--out must differ from --model (" + opts.out_dir + "): the source is read while the copy is written");
-  const WeightStore store(opts.model_dir);
+  const ModelDirectory model = ModelDirectory::read(opts.model_dir);
+  const WeightStore store(model);
   if (store.quant_config().quantized())
     throw InvalidArgumentError(opts.model_dir + " is already quantised (" + quant_method_name(store.quant_config().method) +
                                "); quantize reads a dense f32, bf16 or f16 model");
-  std::ifstream config_in(src / "config.json");
-  if (!config_in) throw FormatError("no config.json in " + opts.model_dir);
+  if (!model.config.exists()) throw FormatError("no " + std::string(model_file::kConfig) + " in " + opts.model_dir);
   json config;
   try {
-    config = json::parse(config_in);
+    config = json::parse(*model.config.text);
   } catch (const json::exception& e) {
-    throw FormatError(opts.model_dir + "/config.json is not valid JSON: " + e.what());
+    throw FormatError(model.config.path + " is not valid JSON: " + e.what());
   }
 
   fs::create_directories(dst, ec);
@@ -227,13 +228,13 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
                                       opts.max_shard_bytes);
   config["quantization_config"] = r.weights.quantization_config;
   {
-    std::ofstream out(dst / "config.json");
+    std::ofstream out(dst / model_file::kConfig);
     out << config.dump(2) << "\n";
-    if (!out.flush()) throw InvalidArgumentError("cannot write " + (dst / "config.json").string());
+    if (!out.flush()) throw InvalidArgumentError("cannot write " + (dst / model_file::kConfig).string());
   }
   for (const auto& entry : fs::directory_iterator(src)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || name == "config.json" || std::regex_match(name, weight_file) || ends_with(name, ".safetensors")) continue;
+    if (!entry.is_regular_file() || name == model_file::kConfig || std::regex_match(name, weight_file) || ends_with(name, ".safetensors")) continue;
     fs::copy_file(entry.path(), dst / name, fs::copy_options::overwrite_existing);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "engine/quantize_model.h"
 #include "io/hf_config.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
@@ -463,8 +464,8 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   if (ec || !fs::is_directory(dir)) throw InvalidArgumentError("cannot create output directory " + o.out_dir + ": " + ec.message());
   fs::path tok_json, tok_config;
   if (!o.tokenizer_dir.empty()) {
-    tok_json = fs::path(o.tokenizer_dir) / "tokenizer.json";
-    tok_config = fs::path(o.tokenizer_dir) / "tokenizer_config.json";
+    tok_json = fs::path(o.tokenizer_dir) / model_file::kTokenizer;
+    tok_config = fs::path(o.tokenizer_dir) / model_file::kTokenizerConfig;
     for (const auto& f : {tok_json, tok_config})
       if (!fs::is_regular_file(f)) throw InvalidArgumentError("tokenizer directory " + o.tokenizer_dir + " has no " + f.filename().string());
   }
@@ -472,14 +473,14 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   for (const auto& entry : fs::directory_iterator(dir))
     if (std::regex_match(entry.path().filename().string(), stale)) fs::remove(entry.path());
 
-  write_json_file(dir / "config.json", json::parse(config_text));
+  write_json_file(dir / model_file::kConfig, json::parse(config_text));
   json gen = {{"bos_token_id", kQwenBos},      {"do_sample", true}, {"eos_token_id", {kQwenEos, kQwenBos}},
               {"pad_token_id", kQwenBos},      {"temperature", 0.6}, {"top_k", 20},
               {"top_p", 0.95},                 {"transformers_version", "4.51.0"}};
-  write_json_file(dir / "generation_config.json", gen);
+  write_json_file(dir / model_file::kGenerationConfig, gen);
   if (!o.tokenizer_dir.empty()) {
-    fs::copy_file(tok_json, dir / "tokenizer.json", fs::copy_options::overwrite_existing);
-    fs::copy_file(tok_config, dir / "tokenizer_config.json", fs::copy_options::overwrite_existing);
+    fs::copy_file(tok_json, dir / model_file::kTokenizer, fs::copy_options::overwrite_existing);
+    fs::copy_file(tok_config, dir / model_file::kTokenizerConfig, fs::copy_options::overwrite_existing);
   }
 
   RandomModelResult result;
@@ -493,7 +494,7 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
         *o.quantize, o.max_shard_bytes);
     json c = json::parse(config_text);
     c["quantization_config"] = q.quantization_config;
-    write_json_file(dir / "config.json", c);
+    write_json_file(dir / model_file::kConfig, c);
     result.weight_files = q.written.files;
     result.weight_bytes = q.written.total_bytes;
     result.quantized_layers = q.quantized_layers;

@@ -1,9 +1,6 @@
 #include "io/chat_template.h"
 
-#include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -12,22 +9,10 @@
 #include "io/jinja.h"
 #include "io/input_errors.h"
 #include "io/json_input.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FormatError("cannot open " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw FormatError("error reading " + path.string());
-  return ss.str();
-}
-
-nlohmann::json read_json(const fs::path& path) { return parse_json_input(read_file(path), path.string()); }
 
 // Special tokens are serialized either as plain strings or as AddedToken objects; unset -> "".
 std::string token_text(const nlohmann::json& config, const char* key) {
@@ -42,7 +27,7 @@ std::string token_text(const nlohmann::json& config, const char* key) {
 }
 
 // tokenizer_config.json's chat_template: a string, or a list of named templates.
-std::optional<std::string> template_from_config(const nlohmann::json& config, const fs::path& path) {
+std::optional<std::string> template_from_config(const nlohmann::json& config, const std::string& path) {
   const auto it = config.find("chat_template");
   if (it == config.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
@@ -51,15 +36,15 @@ std::optional<std::string> template_from_config(const nlohmann::json& config, co
     for (const auto& entry : *it) {
       if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
           !entry["name"].is_string() || !entry["template"].is_string()) {
-        throw FormatError(path.string() + ": chat_template list entries must be {name, template} strings");
+        throw FormatError(path + ": chat_template list entries must be {name, template} strings");
       }
       if (entry["name"] == "default") return entry["template"].get<std::string>();
       names += (names.empty() ? "" : ", ") + entry["name"].get<std::string>();
     }
-    throw FormatError(path.string() + ": has several chat templates (" + names +
+    throw FormatError(path + ": has several chat templates (" + names +
                       ") and none is named 'default'");
   }
-  throw FormatError(path.string() + ": chat_template must be a string or a list of {name, template}");
+  throw FormatError(path + ": chat_template must be a string or a list of {name, template}");
 }
 
 jinja::Template compile(const std::string& source, const std::string& origin) {
@@ -81,43 +66,43 @@ ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::strin
       template_(std::move(tmpl)) {}
 
 ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
-  return guard_input(dir, [&] { return load_from_model_dir(dir); });
+  return guard_input(dir, [&] { return load_from_model_directory(ModelDirectory::read(dir)); });
 }
 
-ChatTemplate ChatTemplate::load_from_model_dir(const std::string& dir) {
-  const fs::path root(dir);
-  const fs::path jinja_path = root / "chat_template.jinja";
-  const fs::path config_path = root / "tokenizer_config.json";
-  const fs::path json_path = root / "chat_template.json";
+ChatTemplate ChatTemplate::from_model_directory(const ModelDirectory& dir) {
+  return guard_input(dir.dir, [&] { return load_from_model_directory(dir); });
+}
 
+ChatTemplate ChatTemplate::load_from_model_directory(const ModelDirectory& dir) {
+  const std::string& config_path = dir.tokenizer_config.path;
   nlohmann::json config = nlohmann::json::object();
-  if (fs::exists(config_path)) {
-    config = read_json(config_path);
-    if (!config.is_object()) throw FormatError(config_path.string() + ": expected a JSON object");
+  if (dir.tokenizer_config.exists()) {
+    config = parse_json_input(*dir.tokenizer_config.text, config_path);
+    if (!config.is_object()) throw FormatError(config_path + ": expected a JSON object");
   }
 
   std::optional<std::string> source;
-  fs::path origin;
-  if (fs::exists(jinja_path)) {
-    source = read_file(jinja_path);
-    origin = jinja_path;
+  std::string origin;
+  if (dir.chat_template.exists()) {
+    source = *dir.chat_template.text;
+    origin = dir.chat_template.path;
   }
   if (!source) {
     source = template_from_config(config, config_path);
     origin = config_path;
   }
-  if (!source && fs::exists(json_path)) {
+  if (!source && dir.chat_template_json.exists()) {
     // Processor-style chat_template.json: {"chat_template": "..."}.
-    const nlohmann::json j = read_json(json_path);
-    if (j.is_object()) source = template_from_config(j, json_path);
-    origin = json_path;
+    const nlohmann::json j = parse_json_input(*dir.chat_template_json.text, dir.chat_template_json.path);
+    if (j.is_object()) source = template_from_config(j, dir.chat_template_json.path);
+    origin = dir.chat_template_json.path;
   }
   if (!source) {
-    throw FormatError("no chat template in " + dir +
-                      ": looked for chat_template.jinja, \"chat_template\" in tokenizer_config.json, "
-                      "and chat_template.json");
+    throw FormatError("no chat template in " + dir.dir + ": looked for " + std::string(model_file::kChatTemplate) +
+                      ", \"chat_template\" in " + std::string(model_file::kTokenizerConfig) + ", and " +
+                      std::string(model_file::kChatTemplateJson));
   }
-  auto tmpl = std::make_shared<const jinja::Template>(compile(*source, origin.string()));
+  auto tmpl = std::make_shared<const jinja::Template>(compile(*source, origin));
   ChatTemplate result(std::move(*source), token_text(config, "bos_token"), token_text(config, "eos_token"),
                       std::move(tmpl));
   for (const char* name : {"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {

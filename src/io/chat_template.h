@@ -15,6 +15,7 @@ namespace opchain {
 namespace jinja {
 class Template;
 }
+struct ModelDirectory;
 
 class ChatTemplate {
  public:
@@ -26,7 +27,9 @@ class ChatTemplate {
   // the template through special_tokens_map.
   // Throws FormatError if no template is found, a file is malformed, or the template uses an
   // unsupported construct (the message names the file, construct and line).
+  // from_model_directory takes the directory already read (Note [Model directory]).
   static ChatTemplate from_model_dir(const std::string& dir);
+  static ChatTemplate from_model_directory(const ModelDirectory& dir);
 
   // An empty bos/eos token is left out of the context (transformers omits tokens that are None),
   // so `bos_token is defined` behaves as it does for the reference.
@@ -56,7 +59,7 @@ class ChatTemplate {
   const std::string& eos_token() const noexcept { return eos_token_; }
 
  private:
-  static ChatTemplate load_from_model_dir(const std::string& dir);  // from_model_dir without guard_input
+  static ChatTemplate load_from_model_directory(const ModelDirectory& dir);  // without guard_input
   ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
                std::shared_ptr<const jinja::Template> tmpl);
 

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
 #include "io/hf_config_detail.h"
 #include "io/input_errors.h"
 #include "io/json_input.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
@@ -229,13 +227,8 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   return guard_input(source, [&] { return parse_model_config_unguarded(text, source); });
 }
 
-ModelConfig load_model_config(const std::string& model_dir) {
-  const auto path = std::filesystem::path(model_dir) / "config.json";
-  std::ifstream in(path);
-  if (!in) throw FormatError("cannot read " + path.string() + " (is '" + model_dir + "' a Hugging Face model directory?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_model_config(ss.str(), path.string());
-}
+ModelConfig load_model_config(const ModelDirectory& dir) { return parse_model_config(dir.config_text(), dir.config.path); }
+
+ModelConfig load_model_config(const std::string& model_dir) { return load_model_config(ModelDirectory::read(model_dir)); }
 
 }  // namespace opchain

@@ -82,6 +82,9 @@ struct ModelConfig {
 };
 
 // Reads <dir>/config.json; throws FormatError naming the file and field, or for an unknown architecture.
+struct ModelDirectory;
+// config.json of a model directory (Note [Model directory]); the string form reads the directory first.
+ModelConfig load_model_config(const ModelDirectory& dir);
 ModelConfig load_model_config(const std::string& model_dir);
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
 const std::vector<std::string>& supported_architectures();

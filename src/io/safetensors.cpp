@@ -7,18 +7,15 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "io/input_errors.h"
 #include "io/json_input.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 // No checkpoint tensor comes near 2^44 elements (16 Ti); below it no product of dims or byte count
@@ -148,42 +145,38 @@ Tensor SafetensorsFile::bytes(const std::string& name) const {
   return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
 }
 
-WeightStore::WeightStore(const std::string& model_dir) : dir_(model_dir) {
-  const fs::path dir(model_dir);
-  const fs::path single = dir / "model.safetensors";
-  const fs::path index = dir / "model.safetensors.index.json";
-  if (fs::exists(index)) {
-    const json j = read_json_file(index.string());
+WeightStore::WeightStore(const std::string& model_dir) : WeightStore(ModelDirectory::read(model_dir)) {}
+
+WeightStore::WeightStore(const ModelDirectory& md) : dir_(md.dir) {
+  const std::string& model_dir = md.dir;
+  if (md.weights_index.exists()) {
+    const std::string& index = md.weights_index.path;
+    const json j = parse_json_input(*md.weights_index.text, index);
     if (!j.contains("weight_map") || !j["weight_map"].is_object())
-      throw FormatError("malformed " + index.string() + ": no 'weight_map' object");
+      throw FormatError("malformed " + index + ": no 'weight_map' object");
     std::map<std::string, const SafetensorsFile*> opened;
     for (auto& [tensor, file] : j["weight_map"].items()) {
-      if (!file.is_string()) throw FormatError("malformed " + index.string() + ": weight_map['" + tensor + "'] is not a file name");
+      if (!file.is_string()) throw FormatError("malformed " + index + ": weight_map['" + tensor + "'] is not a file name");
       const std::string fname = file.get<std::string>();
       if (fname.find("..") != std::string::npos || fname.find('/') != std::string::npos)
-        throw FormatError("malformed " + index.string() + ": shard name '" + fname + "' leaves the model directory");
+        throw FormatError("malformed " + index + ": shard name '" + fname + "' leaves the model directory");
       if (!opened.count(fname)) {
-        files_.push_back(std::make_unique<SafetensorsFile>((dir / fname).string()));
+        files_.push_back(std::make_unique<SafetensorsFile>(md.path_of(fname)));
         opened[fname] = files_.back().get();
       }
       const SafetensorsFile* f = opened[fname];
       if (!f->entries().count(tensor))
-        throw FormatError("tensor '" + tensor + "' listed in " + index.string() + " is missing from " + f->path());
+        throw FormatError("tensor '" + tensor + "' listed in " + index + " is missing from " + f->path());
       where_[tensor] = f;
     }
-  } else if (fs::exists(single)) {
-    files_.push_back(std::make_unique<SafetensorsFile>(single.string()));
+  } else if (md.has_single_weights) {
+    files_.push_back(std::make_unique<SafetensorsFile>(md.weights_path));
     for (const auto& [name, e] : files_.back()->entries()) where_[name] = files_.back().get();
   } else {
-    throw FormatError("no model.safetensors or model.safetensors.index.json in " + model_dir);
+    throw FormatError("no " + std::string(model_file::kWeights) + " or " + std::string(model_file::kWeightsIndex) +
+                      " in " + model_dir);
   }
-  const fs::path config = dir / "config.json";
-  if (fs::exists(config)) {
-    std::ifstream in(config);
-    std::stringstream text;
-    text << in.rdbuf();
-    quant_ = parse_quant_config(text.str(), config.string());
-  }
+  if (md.config.exists()) quant_ = parse_quant_config(*md.config.text, md.config.path);
 }
 
 bool WeightStore::contains(const std::string& name) const { return where_.count(name) != 0; }

@@ -45,11 +45,15 @@ class SafetensorsFile {
   std::map<std::string, SafetensorsEntry> entries_;
 };
 
+struct ModelDirectory;
+
 // All tensors of a Hugging Face model directory, across shards.
 class WeightStore {
  public:
   // Opens <dir>/model.safetensors, or the shards listed in <dir>/model.safetensors.index.json, and
   // reads config.json's quantization_config when there is one (io/linear_weights.h uses it).
+  // (Note [Model directory]; the string form reads the directory first.)
+  explicit WeightStore(const ModelDirectory& dir);
   explicit WeightStore(const std::string& model_dir);
 
   const QuantConfig& quant_config() const { return quant_; }

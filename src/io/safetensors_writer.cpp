@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/model_directory.h"
 
 namespace opchain {
 
@@ -151,7 +152,7 @@ ShardedWriteResult write_sharded_safetensors(const std::string& dir, std::vector
   json weight_map = json::object();
   for (size_t s = 0; s < n; ++s) {
     char name[64];
-    if (n == 1) std::snprintf(name, sizeof name, "model.safetensors");
+    if (n == 1) std::snprintf(name, sizeof name, "%s", std::string(model_file::kWeights).c_str());
     else std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, n);
     SafetensorsWriter w((fs::path(dir) / name).string(), shards[s], {{"format", "pt"}});
     for (const TensorDecl& decl : w.tensors()) {
@@ -168,7 +169,7 @@ ShardedWriteResult write_sharded_safetensors(const std::string& dir, std::vector
     result.files.emplace_back(name);
   }
   if (n > 1) {
-    const auto index_path = fs::path(dir) / "model.safetensors.index.json";
+    const auto index_path = fs::path(dir) / model_file::kWeightsIndex;
     std::ofstream out(index_path);
     const json index = {{"metadata", {{"total_size", result.total_bytes}}}, {"weight_map", weight_map}};
     out << index.dump(2) << "\n";

@@ -26,6 +26,7 @@
 #include "core/error.h"
 #include "io/input_errors.h"
 #include "io/json_input.h"
+#include "io/model_directory.h"
 #include "io/tokenizer_detail.h"
 
 namespace opchain {
@@ -1124,6 +1125,11 @@ Tokenizer Tokenizer::from_file(const std::string& tokenizer_json_path) {
   ss << f.rdbuf();
   if (f.bad()) throw FormatError(tokenizer_json_path + ": read error");
   return from_json_text(ss.str(), tokenizer_json_path);
+}
+
+Tokenizer Tokenizer::from_model_directory(const ModelDirectory& dir) {
+  if (!dir.tokenizer.exists()) throw FormatError("no " + std::string(model_file::kTokenizer) + " in " + dir.dir);
+  return from_json_text(*dir.tokenizer.text, dir.tokenizer.path);
 }
 
 Tokenizer Tokenizer::from_json_text(const std::string& text, const std::string& origin_for_errors) {

@@ -13,12 +13,17 @@
 
 namespace opchain {
 
+struct ModelDirectory;
+
 class Tokenizer {
  public:
   // Both throw FormatError naming the file and the offending field (e.g. "model.vocab") on
   // malformed or unsupported input.
   static Tokenizer from_file(const std::string& tokenizer_json_path);
   static Tokenizer from_json_text(const std::string& text, const std::string& origin_for_errors);
+  // The directory's tokenizer.json (Note [Model directory]); FormatError "no tokenizer.json in <dir>"
+  // when it has none.
+  static Tokenizer from_model_directory(const ModelDirectory& dir);
 
   // Copies share the loaded tables (immutable) and the word cache (internally synchronised), so
   // copying is cheap and every method may be called from several threads at once.
