@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/model_directory.h"
 
 namespace opchain::tools {
 
@@ -22,7 +23,7 @@ std::string find_default_tokenizer_dir() {
     }
   for (const auto& root : roots) {
     const fs::path candidate = root / kDefaultTokenizerSubdir;
-    if (fs::is_regular_file(candidate / "tokenizer.json", ec)) return candidate.string();
+    if (fs::is_regular_file(candidate / model_file::kTokenizer, ec)) return candidate.string();
   }
   throw InvalidArgumentError(std::string("cannot find the Qwen3 tokenizer (") + kDefaultTokenizerSubdir +
                              ") from the current directory or the opchain executable; pass --tokenizer-dir DIR");
