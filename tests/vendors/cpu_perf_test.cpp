@@ -295,6 +295,33 @@ TEST(CpuPerf, DISABLED_Bf16DotPeak) {
                 4.0 * 16384 * tit / s * 1e-9, s * 1e9 / (4.0 * tit), b);
   }
 }
+// Batch-1 decode attention over a long bf16 paged cache (the Qwen3-30B-A3B layer shape: 32 query heads,
+// 4 kv heads, head dim 128), on all threads: wall-clock time per call, and the multiply-adds and cache
+// bytes it covers per second, by depth.
+TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
+  std::mt19937 g(3);
+  const int64_t hq = 32, hk = 4, d = 128, bs = 16;
+  for (int64_t depth : {1024, 4096, 8192, 16384}) {
+    AttnSetup s = make_attn(g, {{1, static_cast<int>(depth)}}, bs, 0, true);
+    Tensor q = rand_f32(g, {1, hq, d}, -2.0f, 2.0f), out = Tensor::empty(DType::F32, {1, hq, d});
+    Tensor kc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f);
+    Tensor vc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d});
+    const auto k = resolve_kernel<OpType::PagedDecodeAttention>(builtin_registry(), kCpuVendor, DType::F32);
+    const int reps = static_cast<int>(std::max<int64_t>(5, 40000 / depth));
+    std::vector<double> secs;
+    for (int i = 0; i <= reps; ++i) {
+      timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      k.fn(PagedDecodeAttentionArgs{q, kc, vc, out, 0.088f, s.meta.get()});
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      if (i > 0) secs.push_back((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
+    }
+    std::sort(secs.begin(), secs.end());
+    const double t = secs[secs.size() / 2];
+    std::printf("paged decode attention bf16 cache, depth %lld: %.3f ms, %.1f GMAC/s, %.1f GB/s of cache\n",
+                static_cast<long long>(depth), t * 1e3, 2.0 * hq * depth * d / t * 1e-9, 2.0 * 2 * hk * depth * d / t * 1e-9);
+  }
+}
 }  // namespace
 }  // namespace opchain::harness
 #endif  // OPCHAIN_CPU_X86
