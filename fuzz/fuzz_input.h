@@ -21,7 +21,9 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 }
 
 // tests/data of this checkout (golden tokenizer and template the harnesses load once).
-inline std::string test_data(const std::string& relative) { return std::string(OPCHAIN_SOURCE_DIR) + "/tests/data/" + relative; }
+inline std::string test_data(const std::string& relative) {
+  return std::string(OPCHAIN_SOURCE_DIR) + "/tests/data/" + relative;
+}
 
 // A directory of this process's own, for parsers that read files by path.
 inline const std::filesystem::path& scratch_dir() {
@@ -35,7 +37,8 @@ inline const std::filesystem::path& scratch_dir() {
 
 inline std::string write_scratch(const std::string& name, std::string_view bytes) {
   const std::string path = (scratch_dir() / name).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

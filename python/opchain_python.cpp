@@ -103,8 +103,8 @@ PYBIND11_MODULE(opchain, m) {
       .def(py::init([](std::optional<float> temperature, std::optional<float> top_p, std::optional<int> top_k,
                        std::optional<float> min_p, std::optional<float> repetition_penalty,
                        std::optional<float> presence_penalty, std::optional<float> frequency_penalty,
-                       std::optional<uint64_t> seed, int64_t max_tokens, std::vector<std::string> stop,
-                       bool ignore_eos, bool skip_special_tokens) {
+                       std::optional<uint64_t> seed, int64_t max_tokens, std::vector<std::string> stop, bool ignore_eos,
+                       bool skip_special_tokens) {
              SamplingParams p;
              p.temperature = temperature;
              p.top_p = top_p;
@@ -145,8 +145,9 @@ PYBIND11_MODULE(opchain, m) {
       .def_readonly("prompt_tokens", &Output::prompt_tokens)
       .def_property_readonly("finish_reason", [](const Output& o) { return to_string(o.finish_reason); })
       .def("__repr__", [](const Output& o) {
-        return "RequestOutput(request_id=" + std::to_string(o.request_id) + ", text=" +
-               py::repr(py::str(o.text)).cast<std::string>() + ", finish_reason='" + to_string(o.finish_reason) + "')";
+        return "RequestOutput(request_id=" + std::to_string(o.request_id) +
+               ", text=" + py::repr(py::str(o.text)).cast<std::string>() + ", finish_reason='" +
+               to_string(o.finish_reason) + "')";
       });
 
   py::class_<Piece>(m, "Piece", "One streaming update; a request's pieces concatenate to its text")
@@ -204,8 +205,8 @@ PYBIND11_MODULE(opchain, m) {
            py::call_guard<py::gil_scoped_release>())
       .def(
           "apply_chat_template",
-          [](const LLM& llm, const std::vector<std::map<std::string, std::string>>& messages, bool add_generation_prompt,
-             std::optional<bool> enable_thinking) {
+          [](const LLM& llm, const std::vector<std::map<std::string, std::string>>& messages,
+             bool add_generation_prompt, std::optional<bool> enable_thinking) {
             std::vector<Message> list;
             for (const auto& msg : messages) {
               const auto role = msg.find("role");

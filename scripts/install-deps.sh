@@ -6,6 +6,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libboost-dev libicu-dev
   python3 python3-numpy
+  # scripts/check_format.sh: the formatter .clang-format is written for (bookworm's 14).
+  clang-format
   # The Python module (python/, docs/library.md) and its tests.
   python3-dev pybind11-dev python3-pytest
   # The fuzz harnesses (scripts/fuzz.sh): Debian's default clang 14 cannot build our sources

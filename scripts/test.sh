@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 
+echo "== formatting (.clang-format, clang-format 14)"
+scripts/check_format.sh
+
 echo "== release build"
 scripts/build.sh release
 echo "== release tests"

@@ -20,9 +20,11 @@ Runner add_align_command(CLI::App& app) {
   cmd->add_option("--ids", o->ids, "comma-separated prompt token ids");
   cmd->add_option("--ids-file", o->ids_file, "file of prompt token ids");
   cmd->add_option("--decode-steps", o->align.decode_steps, "greedy decode steps after the prefill (default 4)");
-  cmd->add_option("--compare", o->align.compare, "A:B, B being the oracle: graph:eager, or two vendors such as cpu:reference")
+  cmd->add_option("--compare", o->align.compare,
+                  "A:B, B being the oracle: graph:eager, or two vendors such as cpu:reference")
       ->required();
-  cmd->add_option("--tol", o->align.tol, "largest max |a-b| / (1 + |b|) of an op's outputs (default 1e-3; 3e-2 in bf16 precision, where "
+  cmd->add_option("--tol", o->align.tol,
+                  "largest max |a-b| / (1 + |b|) of an op's outputs (default 1e-3; 3e-2 in bf16 precision, where "
                   "matmul inputs are rounded to 8-bit mantissas)");
   cmd->add_option("--vendor", o->align.vendor, "vendor of graph:eager (default cpu)");
   add_precision_flag(cmd, o->precision);

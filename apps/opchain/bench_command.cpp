@@ -26,13 +26,16 @@ Runner add_bench_command(CLI::App& app) {
   cmd->add_option("--reps", o->bench.reps, "repetitions of each measurement");
   cmd->add_option("--vendor", o->bench.vendor, "kernel vendor: cpu or reference");
   add_precision_flag(cmd, o->precision);
-  cmd->add_option("--bandwidth-mib", o->bench.bandwidth_mib, "buffer read by the bandwidth measurement (keep it >> last-level cache)");
-  auto* graph = cmd->add_flag("--graph", o->bench.graph, "decode replayed from captured graphs only (default: eager and graph)");
+  cmd->add_option("--bandwidth-mib", o->bench.bandwidth_mib,
+                  "buffer read by the bandwidth measurement (keep it >> last-level cache)");
+  auto* graph =
+      cmd->add_flag("--graph", o->bench.graph, "decode replayed from captured graphs only (default: eager and graph)");
   auto* eager = cmd->add_flag("--eager", o->bench.eager, "eager decode only (default: eager and graph)");
   graph->excludes(eager);
   cmd->add_flag("--json", o->bench.json, "print one JSON object on stdout");
-  cmd->add_option("--json-schema", o->json_schema,
-                  "instead: time the structured-output token mask per token for this JSON Schema over the model's vocabulary");
+  cmd->add_option(
+      "--json-schema", o->json_schema,
+      "instead: time the structured-output token mask per token for this JSON Schema over the model's vocabulary");
   return [o] {
     if (!o->json_schema.empty()) {
       tools::run_grammar_bench({o->bench.model, o->json_schema, o->bench.reps, o->bench.json}, std::cout);

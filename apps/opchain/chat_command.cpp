@@ -1,7 +1,7 @@
 // `opchain chat`: an interactive multi-turn chat through the model's chat template. Replies stream;
 // Ctrl-C stops the current reply only; /reset starts over; /exit (or end of input) quits.
-#include <csignal>
 #include <atomic>
+#include <csignal>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -80,7 +80,8 @@ Runner add_chat_command(CLI::App& app) {
       req.sampling = session->defaults.sampling;
       if (o->temperature) req.sampling.temperature = *o->temperature;
       if (o->seed) req.sampling.seed = *o->seed;
-      req.prompt_ids = session->tokenizer->encode(session->chat_template->render(messages, nlohmann::ordered_json(), true, extra));
+      req.prompt_ids =
+          session->tokenizer->encode(session->chat_template->render(messages, nlohmann::ordered_json(), true, extra));
       const int64_t room = engine.max_context() - static_cast<int64_t>(req.prompt_ids.size());
       if (room <= 0) {
         messages.erase(messages.end() - 1);

@@ -44,7 +44,8 @@ Runner add_generate_command(CLI::App& app) {
   o->engine.add_to(cmd);
   auto* p1 = cmd->add_option("--prompt", o->prompt, "prompt text");
   auto* p2 = cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids");
-  auto* p3 = cmd->add_option("--prompts-file", o->prompts_file, "JSONL: {\"prompt\": ...} or {\"prompt_ids\": [...]} per line");
+  auto* p3 = cmd->add_option("--prompts-file", o->prompts_file,
+                             "JSONL: {\"prompt\": ...} or {\"prompt_ids\": [...]} per line");
   p1->excludes(p2)->excludes(p3);
   p2->excludes(p3);
   cmd->add_option("--max-new-tokens", o->max_new_tokens, "most tokens to generate (default: generation_config or 256)");
@@ -61,7 +62,8 @@ Runner add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-thinking", o->no_thinking, "with --chat: enable_thinking=false");
   cmd->add_flag("--json", o->json, "one JSON result per prompt");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "do not stop at the eos token");
-  auto* schema = cmd->add_option("--json-schema", o->json_schema, "constrain the output to JSON valid under this JSON Schema file");
+  auto* schema = cmd->add_option("--json-schema", o->json_schema,
+                                 "constrain the output to JSON valid under this JSON Schema file");
   cmd->add_flag("--json-object", o->json_object, "constrain the output to a JSON object")->excludes(schema);
   return [o] {
     if (o->prompt.empty() && o->prompt_ids.empty() && o->prompts_file.empty())
@@ -77,8 +79,9 @@ Runner add_generate_command(CLI::App& app) {
     if (o->presence_penalty) base.sampling.presence_penalty = *o->presence_penalty;
     if (o->frequency_penalty) base.sampling.frequency_penalty = *o->frequency_penalty;
     if (o->seed) base.sampling.seed = *o->seed;
-    base.max_new_tokens = o->max_new_tokens > 0 ? o->max_new_tokens
-                          : session->defaults.max_new_tokens > 0 ? session->defaults.max_new_tokens : 256;
+    base.max_new_tokens = o->max_new_tokens > 0                  ? o->max_new_tokens
+                          : session->defaults.max_new_tokens > 0 ? session->defaults.max_new_tokens
+                                                                 : 256;
     base.stop = o->stop;
     base.ignore_eos = o->ignore_eos;
     if (!o->json_schema.empty()) {
@@ -107,13 +110,15 @@ Runner add_generate_command(CLI::App& app) {
         try {
           j = nlohmann::json::parse(line);
         } catch (const nlohmann::json::exception& e) {
-          throw InvalidArgumentError(o->prompts_file + ":" + std::to_string(line_no) + ": not valid JSON (" + e.what() + ")");
+          throw InvalidArgumentError(o->prompts_file + ":" + std::to_string(line_no) + ": not valid JSON (" + e.what() +
+                                     ")");
         }
         GenerationRequest r = base;
         if (j.is_object() && j.contains("prompt_ids") && j["prompt_ids"].is_array()) {
           for (const auto& v : j["prompt_ids"]) {
             if (!v.is_number_integer())
-              throw InvalidArgumentError(o->prompts_file + ":" + std::to_string(line_no) + ": prompt_ids must be integers");
+              throw InvalidArgumentError(o->prompts_file + ":" + std::to_string(line_no) +
+                                         ": prompt_ids must be integers");
             r.prompt_ids.push_back(v.get<int32_t>());
           }
         } else if (j.is_object() && j.contains("prompt") && j["prompt"].is_string()) {

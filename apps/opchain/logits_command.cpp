@@ -38,8 +38,10 @@ std::vector<int32_t> parse_ids(const std::string& ids, const std::string& ids_fi
     tok.clear();
   };
   for (char ch : text) {
-    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' || ch == '[' || ch == ']') flush();
-    else tok += ch;
+    if (ch == ',' || ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' || ch == '[' || ch == ']')
+      flush();
+    else
+      tok += ch;
   }
   flush();
   if (out.empty()) throw InvalidArgumentError("no token ids given");

@@ -12,7 +12,8 @@
 namespace opchain::cli {
 
 Runner add_make_model_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("make-model", "Write a random-weight Hugging Face model directory of a preset architecture");
+  auto* cmd =
+      app.add_subcommand("make-model", "Write a random-weight Hugging Face model directory of a preset architecture");
   struct Opts {
     std::string preset, dtype = "bf16", out, tokenizer_dir;
     int64_t layers = 0;
@@ -29,10 +30,11 @@ Runner add_make_model_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed; a tensor's values depend only on the seed and its name");
   cmd->add_option("--out", o->out, "output model directory (created if missing)")->required();
   cmd->add_option("--tokenizer-dir", o->tokenizer_dir,
-                  std::string("directory with tokenizer.json and tokenizer_config.json (default: ") + tools::kDefaultTokenizerSubdir +
-                      " under the current directory or a parent of the executable)");
-  cmd->add_option("--shard-size-mb", o->shard_size_mb,
-                  "split the weights into shards of at most this many MiB (default: 4096, as transformers shards large models)");
+                  std::string("directory with tokenizer.json and tokenizer_config.json (default: ") +
+                      tools::kDefaultTokenizerSubdir + " under the current directory or a parent of the executable)");
+  cmd->add_option(
+      "--shard-size-mb", o->shard_size_mb,
+      "split the weights into shards of at most this many MiB (default: 4096, as transformers shards large models)");
   add_quant_flags(cmd, o->quant, "--quantize", false);
   return [o, layers] {
     RandomModelOptions opts;
@@ -40,9 +42,12 @@ Runner add_make_model_command(CLI::App& app) {
     if (layers->count() > 0 && o->layers <= 0)
       throw InvalidArgumentError("--layers must be positive, got " + std::to_string(o->layers));
     opts.layers = o->layers;
-    if (o->dtype == "bf16") opts.dtype = DType::BF16;
-    else if (o->dtype == "f32") opts.dtype = DType::F32;
-    else throw InvalidArgumentError("--dtype must be bf16 or f32, got '" + o->dtype + "'");
+    if (o->dtype == "bf16")
+      opts.dtype = DType::BF16;
+    else if (o->dtype == "f32")
+      opts.dtype = DType::F32;
+    else
+      throw InvalidArgumentError("--dtype must be bf16 or f32, got '" + o->dtype + "'");
     opts.seed = o->seed;
     opts.out_dir = o->out;
     if (o->shard_size_mb < 0) throw InvalidArgumentError("--shard-size-mb must be positive");
@@ -54,11 +59,11 @@ Runner add_make_model_command(CLI::App& app) {
     const RandomModelResult r = write_random_model(opts);
     std::cerr << "wrote " << o->out << ": " << o->preset << ", " << r.parameters << " parameters, " << std::fixed
               << std::setprecision(2) << static_cast<double>(r.weight_bytes) / 1e9 << " GB of "
-              << (o->quant.format.empty() ? o->dtype
-                                          : o->quant.format + " (" + std::to_string(r.quantized_layers) + " linear layers quantised, " +
-                                                std::to_string(r.dense_layers) + " dense)")
-              << " in "
-              << r.weight_files.size() << " file" << (r.weight_files.size() == 1 ? "" : "s") << ", "
+              << (o->quant.format.empty()
+                      ? o->dtype
+                      : o->quant.format + " (" + std::to_string(r.quantized_layers) + " linear layers quantised, " +
+                            std::to_string(r.dense_layers) + " dense)")
+              << " in " << r.weight_files.size() << " file" << (r.weight_files.size() == 1 ? "" : "s") << ", "
               << std::setprecision(1) << r.seconds << " s\n";
     return 0;
   };

@@ -40,9 +40,12 @@ static size_t resident_bytes() {
 
 static std::string human_count(int64_t n) {
   char buf[32];
-  if (n >= 1000000000) std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
-  else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
-  else std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
+  if (n >= 1000000000)
+    std::snprintf(buf, sizeof buf, "%.2fB", n / 1e9);
+  else if (n >= 1000000)
+    std::snprintf(buf, sizeof buf, "%.1fM", n / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fK", n / 1e3);
   return buf;
 }
 
@@ -67,8 +70,10 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   }
   const ModelDirectory dir = ModelDirectory::read(f.model);
   s->loaded = load_model(dir, f.vendor, progress, precision_choice(f.precision));
-  if (dir.tokenizer.exists()) s->tokenizer = Tokenizer::from_model_directory(dir);
-  else if (need_tokenizer) throw FormatError(no_tokenizer_message(f.model));
+  if (dir.tokenizer.exists())
+    s->tokenizer = Tokenizer::from_model_directory(dir);
+  else if (need_tokenizer)
+    throw FormatError(no_tokenizer_message(f.model));
   try {
     s->chat_template = ChatTemplate::from_model_directory(dir);
   } catch (const FormatError&) {
@@ -88,11 +93,13 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   if (ec.graph && !s->engine->runner().graph_mode())
     std::fprintf(stderr, "graph mode off: %s; decode runs eager\n", s->engine->runner().graph_off_reason().c_str());
   const auto& c = s->loaded.config;
-  std::fprintf(stderr, "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %s matmuls, %.2f s, resident %.1f MiB (weights mapped %.1f MiB)\n",
+  std::fprintf(stderr,
+               "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %s matmuls, %.2f s, resident %.1f MiB "
+               "(weights mapped %.1f MiB)\n",
                c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),
-               describe_weights(*s->loaded.weights).c_str(), static_cast<int>(c.num_hidden_layers),
-               f.vendor.c_str(), std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds, resident_bytes() / 1048576.0,
-               s->loaded.weights->total_bytes() / 1048576.0);
+               describe_weights(*s->loaded.weights).c_str(), static_cast<int>(c.num_hidden_layers), f.vendor.c_str(),
+               std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds,
+               resident_bytes() / 1048576.0, s->loaded.weights->total_bytes() / 1048576.0);
   if (const EngineStats st = s->engine->stats(); st.state_slots_total > 0)
     std::fprintf(stderr, "linear-attention state: %lld slots x %.2f MiB (%.2f MiB), KV blocks %.1f MiB\n",
                  static_cast<long long>(st.state_slots_total),

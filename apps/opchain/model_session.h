@@ -38,7 +38,8 @@ struct ModelSession {
 // "no tokenizer.json in <dir> (needed for text prompts)".
 std::string no_tokenizer_message(const std::string& model_dir);
 
-// Reads the model directory once (Note [Model directory]) and loads everything from it, drawing a progress bar on a terminal, then prints one summary line to stderr.
+// Reads the model directory once (Note [Model directory]) and loads everything from it, drawing a progress bar on a
+// terminal, then prints one summary line to stderr.
 std::unique_ptr<ModelSession> open_session(const EngineFlags& flags, bool need_tokenizer);
 
 }  // namespace opchain::cli

@@ -111,28 +111,43 @@ Runner add_serve_command(CLI::App& app) {
   o->engine.add_to(cmd);
   cmd->add_option("--host", o->host, "address to listen on");
   cmd->add_option("--port", o->port, "TCP port (0: any free port, printed at start)");
-  cmd->add_option("--served-model-name", o->served_model_name, "model name clients send (default: the model directory's name)");
-  cmd->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 routes")->envname("OPCHAIN_API_KEY");
+  cmd->add_option("--served-model-name", o->served_model_name,
+                  "model name clients send (default: the model directory's name)");
+  cmd->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 routes")
+      ->envname("OPCHAIN_API_KEY");
   cmd->add_option("--max-queue", o->max_queue, "unfinished sequences the engine holds before answering 429");
-  cmd->add_option("--max-concurrent-requests", o->max_concurrent, "HTTP generation requests in flight before answering 429");
+  cmd->add_option("--max-concurrent-requests", o->max_concurrent,
+                  "HTTP generation requests in flight before answering 429");
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout, "seconds in-flight requests may run after SIGINT/SIGTERM");
   cmd->add_option("--max-body-mb", o->max_body_mb, "largest request body in MiB (larger: 413)");
   cmd->add_flag("--quiet", o->quiet, "no per-request log lines");
-  cmd->add_option("--allowed-origins", o->allowed_origins,
-                  "browser origins allowed to call the API (CORS), e.g. https://app.example.com, or * for any (default: none)")
+  cmd->add_option(
+         "--allowed-origins", o->allowed_origins,
+         "browser origins allowed to call the API (CORS), e.g. https://app.example.com, or * for any (default: none)")
       ->delimiter(',');
   // HTTP limits (README, "Serving"); the defaults are HttpLimits'.
   auto& h = o->http;
-  cmd->add_option("--max-request-line-bytes", h.max_request_line_bytes, "longest request line (longer: 414)")->capture_default_str();
-  cmd->add_option("--max-header-bytes", h.max_header_bytes, "largest request head, request line included (larger: 431)")->capture_default_str();
-  cmd->add_option("--max-headers", h.max_header_count, "most header lines in a request (more: 431)")->capture_default_str();
-  cmd->add_option("--header-timeout", h.header_timeout_s, "seconds a request head may take to arrive (then 408)")->capture_default_str();
-  cmd->add_option("--body-timeout", h.body_timeout_s, "longest pause in seconds while a body arrives (then 408)")->capture_default_str();
-  cmd->add_option("--write-timeout", h.write_timeout_s, "seconds a response write may stall on a slow reader before the connection closes")->capture_default_str();
-  cmd->add_option("--keep-alive-timeout", h.keep_alive_timeout_s, "seconds an idle keep-alive connection stays open")->capture_default_str();
-  cmd->add_option("--max-keep-alive-requests", h.max_keep_alive_requests, "requests on one connection before it closes")->capture_default_str();
+  cmd->add_option("--max-request-line-bytes", h.max_request_line_bytes, "longest request line (longer: 414)")
+      ->capture_default_str();
+  cmd->add_option("--max-header-bytes", h.max_header_bytes, "largest request head, request line included (larger: 431)")
+      ->capture_default_str();
+  cmd->add_option("--max-headers", h.max_header_count, "most header lines in a request (more: 431)")
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", h.header_timeout_s, "seconds a request head may take to arrive (then 408)")
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", h.body_timeout_s, "longest pause in seconds while a body arrives (then 408)")
+      ->capture_default_str();
+  cmd->add_option("--write-timeout", h.write_timeout_s,
+                  "seconds a response write may stall on a slow reader before the connection closes")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", h.keep_alive_timeout_s, "seconds an idle keep-alive connection stays open")
+      ->capture_default_str();
+  cmd->add_option("--max-keep-alive-requests", h.max_keep_alive_requests, "requests on one connection before it closes")
+      ->capture_default_str();
   cmd->add_option("--max-connections", h.max_connections, "open connections (more: 503)")->capture_default_str();
-  cmd->add_option("--max-connections-per-client", h.max_connections_per_client, "open connections from one IP address (more: 429)")->capture_default_str();
+  cmd->add_option("--max-connections-per-client", h.max_connections_per_client,
+                  "open connections from one IP address (more: 429)")
+      ->capture_default_str();
   return [o] {
     if (o->port < 0 || o->port > 65535) throw InvalidArgumentError("--port must be in [0, 65535]");
     if (o->max_queue <= 0 || o->max_concurrent <= 0 || o->max_body_mb <= 0)
@@ -142,12 +157,16 @@ Runner add_serve_command(CLI::App& app) {
     const auto& h = o->http;
     if (h.max_request_line_bytes < 16 || h.max_header_bytes < 64 || h.max_header_count == 0 ||
         h.max_keep_alive_requests == 0 || h.max_connections == 0 || h.max_connections_per_client == 0)
-      throw InvalidArgumentError("--max-request-line-bytes (>= 16), --max-header-bytes (>= 64), --max-headers, "
-                                 "--max-keep-alive-requests, --max-connections and --max-connections-per-client must be positive");
-    for (const auto& [flag, seconds] : {std::pair{"--header-timeout", h.header_timeout_s}, {"--body-timeout", h.body_timeout_s},
-                                        {"--write-timeout", h.write_timeout_s}, {"--keep-alive-timeout", h.keep_alive_timeout_s}})
+      throw InvalidArgumentError(
+          "--max-request-line-bytes (>= 16), --max-header-bytes (>= 64), --max-headers, "
+          "--max-keep-alive-requests, --max-connections and --max-connections-per-client must be positive");
+    for (const auto& [flag, seconds] : {std::pair{"--header-timeout", h.header_timeout_s},
+                                        {"--body-timeout", h.body_timeout_s},
+                                        {"--write-timeout", h.write_timeout_s},
+                                        {"--keep-alive-timeout", h.keep_alive_timeout_s}})
       if (!(seconds > 0 && seconds <= 86400))
-        throw InvalidArgumentError(std::string(flag) + " must be between 0 and 86400 seconds, not " + std::to_string(seconds));
+        throw InvalidArgumentError(std::string(flag) + " must be between 0 and 86400 seconds, not " +
+                                   std::to_string(seconds));
 
     // A client that disconnects turns the next write into EPIPE; the default SIGPIPE would kill us.
     signal(SIGPIPE, SIG_IGN);
@@ -189,9 +208,12 @@ Runner add_serve_command(CLI::App& app) {
 
     const std::atomic<bool> never{false};
     while (signals.wait(0, never, std::chrono::milliseconds(200)) == 0)
-      if (!srv.listening()) throw Error("the HTTP accept loop on " + o->host + ":" + std::to_string(port) + " stopped unexpectedly");
-    std::fprintf(stderr, "shutting down: no new connections; waiting up to %g s for requests in flight (signal again to cancel them)\n",
-                 o->shutdown_timeout);
+      if (!srv.listening())
+        throw Error("the HTTP accept loop on " + o->host + ":" + std::to_string(port) + " stopped unexpectedly");
+    std::fprintf(
+        stderr,
+        "shutting down: no new connections; waiting up to %g s for requests in flight (signal again to cancel them)\n",
+        o->shutdown_timeout);
     std::atomic<bool> done{false};
     std::thread stopper([&] {
       srv.shutdown();

@@ -24,7 +24,9 @@ nlohmann::ordered_json read_json_file(const std::string& path, const char* flag)
   }
 }
 
-std::string dump(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace
 
@@ -75,7 +77,8 @@ Runner add_chat_template_command(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   cmd->add_option("--model", o->model, "directory with tokenizer_config.json or chat_template.jinja")->required();
   cmd->add_option("--conversation", o->conversation,
-                  "JSON {messages, tools, add_generation_prompt, enable_thinking, ...}")->required();
+                  "JSON {messages, tools, add_generation_prompt, enable_thinking, ...}")
+      ->required();
   cmd->add_flag("--ids", o->ids, "also print the token ids of the prompt (one JSON line)");
   return [o] {
     const ModelDirectory dir = ModelDirectory::read(o->model);

@@ -52,7 +52,8 @@ static int32_t rms_norm(const oc_arg* args, size_t n, void* user, char* err, siz
   const oc_tensor* w = &args[1].value.tensor;
   const float eps = args[2].value.f32;
   const oc_tensor* out = &args[3].value.tensor;
-  if (x->dtype != OC_DTYPE_F32 || out->dtype != OC_DTYPE_F32) return fail(err, err_size, "rms_norm: x and out must be f32");
+  if (x->dtype != OC_DTYPE_F32 || out->dtype != OC_DTYPE_F32)
+    return fail(err, err_size, "rms_norm: x and out must be f32");
   const int64_t h = w->shape[0], rows = numel(x) / h;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = (const float*)x->data + r * h;
@@ -121,10 +122,17 @@ static const oc_kernel_def kKernels[] = {
     {"linear", OC_DTYPE_BF16, OC_KERNEL_CAPTURE_SAFE, "example::linear_bf16", linear},
 };
 
-static const oc_vendor_plugin kPlugin = {
-    OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR, "example", "cpu", kKernels,
-    sizeof kKernels / sizeof kKernels[0], NULL, NULL,
-    NULL, 0, NULL /* 1.1: no impls of its own; host memory (no memory hooks) */};
+static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR,
+                                         OPCHAIN_VENDOR_ABI_MINOR,
+                                         "example",
+                                         "cpu",
+                                         kKernels,
+                                         sizeof kKernels / sizeof kKernels[0],
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         0,
+                                         NULL /* 1.1: no impls of its own; host memory (no memory hooks) */};
 
 /* The field order each kernel above reads, checked against the host's at load: a host whose op
  * changed under us refuses this plugin with a message instead of running it on the wrong fields. */
@@ -155,7 +163,8 @@ OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_init(const o
   static const char* const rms[] = {"x", "weight", "eps", "out"};
   static const char* const silu[] = {"x", "out"};
   static const char* const lin[] = {"x", "weight", "bias", "quant", "precision", "out"};
-  if (!expect_fields(host, "rms_norm", rms, 4, err, err_size) || !expect_fields(host, "silu_and_mul", silu, 2, err, err_size) ||
+  if (!expect_fields(host, "rms_norm", rms, 4, err, err_size) ||
+      !expect_fields(host, "silu_and_mul", silu, 2, err, err_size) ||
       !expect_fields(host, "linear", lin, 6, err, err_size))
     return NULL;
   return &kPlugin;

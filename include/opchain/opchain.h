@@ -45,15 +45,15 @@ class OPCHAIN_API Error : public std::runtime_error {
 
 // How a model is opened. Each field mirrors the `opchain generate` flag of the same name.
 struct ModelOptions {
-  std::string vendor = "cpu";      // kernel vendor: "cpu" or "reference"
-  std::string precision = "auto";  // matmul precision: "auto", "f32", "bf16" or "quantized" (--precision)
-  int threads = 0;                 // worker threads, for the whole process; 0: leave as is (all cores)
-  int64_t kv_cache_mb = 512;       // KV cache memory in MiB (hybrid models: KV blocks and state slots)
-  int64_t max_batch = 64;          // most sequences in one step
-  int64_t block_size = 16;         // KV cache block size in tokens
+  std::string vendor = "cpu";          // kernel vendor: "cpu" or "reference"
+  std::string precision = "auto";      // matmul precision: "auto", "f32", "bf16" or "quantized" (--precision)
+  int threads = 0;                     // worker threads, for the whole process; 0: leave as is (all cores)
+  int64_t kv_cache_mb = 512;           // KV cache memory in MiB (hybrid models: KV blocks and state slots)
+  int64_t max_batch = 64;              // most sequences in one step
+  int64_t block_size = 16;             // KV cache block size in tokens
   int64_t max_tokens_per_step = 2048;  // token budget of one step
-  int64_t prefill_chunk = 512;     // most prompt tokens of one sequence per step
-  bool graph = true;               // decode steps replay captured graphs; false: eager (--eager)
+  int64_t prefill_chunk = 512;         // most prompt tokens of one sequence per step
+  bool graph = true;                   // decode steps replay captured graphs; false: eager (--eager)
 };
 
 // What to generate. An unset field takes the model's generation_config.json value, or the engine's
@@ -67,11 +67,11 @@ struct SamplingParams {
   std::optional<float> repetition_penalty;
   std::optional<float> presence_penalty;
   std::optional<float> frequency_penalty;
-  std::optional<uint64_t> seed;      // same seed, same tokens
-  int64_t max_tokens = 0;            // most tokens to generate; 0: generation_config's, else 256
-  std::vector<std::string> stop;     // stop strings (not part of the text)
-  bool ignore_eos = false;           // keep going past the model's end-of-sequence tokens
-  bool skip_special_tokens = true;   // leave special tokens out of the text
+  std::optional<uint64_t> seed;     // same seed, same tokens
+  int64_t max_tokens = 0;           // most tokens to generate; 0: generation_config's, else 256
+  std::vector<std::string> stop;    // stop strings (not part of the text)
+  bool ignore_eos = false;          // keep going past the model's end-of-sequence tokens
+  bool skip_special_tokens = true;  // leave special tokens out of the text
 };
 
 enum class FinishReason { None, Stop, Length, Cancelled };
@@ -99,31 +99,31 @@ using PieceCallback = std::function<void(const Piece&)>;
 
 // A snapshot of the engine, refreshed after every step.
 struct Metrics {
-  int64_t running = 0;             // requests in the running batch
-  int64_t waiting = 0;             // requests queued for a place in it
-  int64_t steps = 0;               // engine steps since the model was opened
-  int64_t prompt_tokens = 0;       // prompt tokens prefilled since then (recomputed ones included)
-  int64_t generated_tokens = 0;    // tokens generated since then
-  int64_t preemptions = 0;         // sequences pushed out of a full KV cache (and later recomputed)
+  int64_t running = 0;           // requests in the running batch
+  int64_t waiting = 0;           // requests queued for a place in it
+  int64_t steps = 0;             // engine steps since the model was opened
+  int64_t prompt_tokens = 0;     // prompt tokens prefilled since then (recomputed ones included)
+  int64_t generated_tokens = 0;  // tokens generated since then
+  int64_t preemptions = 0;       // sequences pushed out of a full KV cache (and later recomputed)
   int64_t kv_blocks_used = 0;
   int64_t kv_blocks_total = 0;
-  size_t kv_cache_bytes = 0;       // memory the KV cache holds
+  size_t kv_cache_bytes = 0;  // memory the KV cache holds
   double last_step_ms = 0;
 };
 
 struct ModelInfo {
-  std::string architecture;        // config.json's, e.g. "Qwen3MoeForCausalLM"
+  std::string architecture;  // config.json's, e.g. "Qwen3MoeForCausalLM"
   int64_t vocab_size = 0;
   int64_t num_layers = 0;
   int64_t parameters = 0;
-  int64_t max_context = 0;         // most tokens one sequence may hold (prompt and output)
-  std::string matmul_precision;    // what "auto" resolved to: "f32", "bf16" or "quantized"
-  bool has_tokenizer = false;      // false: ids only (tokenize and text prompts throw)
+  int64_t max_context = 0;       // most tokens one sequence may hold (prompt and output)
+  std::string matmul_precision;  // what "auto" resolved to: "f32", "bf16" or "quantized"
+  bool has_tokenizer = false;    // false: ids only (tokenize and text prompts throw)
   bool has_chat_template = false;
 };
 
 struct Message {
-  std::string role;     // "system", "user", "assistant"
+  std::string role;  // "system", "user", "assistant"
   std::string content;
 };
 

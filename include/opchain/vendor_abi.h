@@ -69,8 +69,8 @@ extern "C" {
 
 /* Status codes of kernels, hooks and host queries. */
 #define OC_STATUS_OK 0
-#define OC_STATUS_ERROR 1          /* anything else; say what in err */
-#define OC_STATUS_UNSUPPORTED 2    /* shapes or attributes this kernel does not handle */
+#define OC_STATUS_ERROR 1       /* anything else; say what in err */
+#define OC_STATUS_UNSUPPORTED 2 /* shapes or attributes this kernel does not handle */
 #define OC_STATUS_INVALID_ARGUMENT 3
 
 /* Element types; the numbers are opchain's DType. */
@@ -94,8 +94,8 @@ typedef enum oc_device {
  * elements; ABI 1.0 and 1.1 tensors are row-major and contiguous, and the strides say so. */
 typedef struct oc_tensor {
   void* data;
-  int32_t dtype;   /* oc_dtype */
-  int32_t device;  /* oc_device */
+  int32_t dtype;  /* oc_dtype */
+  int32_t device; /* oc_device */
   int32_t ndim;
   int32_t reserved;
   int64_t shape[OC_MAX_DIMS];
@@ -103,13 +103,7 @@ typedef struct oc_tensor {
 } oc_tensor;
 
 /* A field's role: as in the schema string (`T` in, `T!` inout, after `->` out). */
-typedef enum oc_role {
-  OC_ROLE_IN = 0,
-  OC_ROLE_INOUT = 1,
-  OC_ROLE_OUT = 2,
-  OC_ROLE_ATTR = 3,
-  OC_ROLE_META = 4
-} oc_role;
+typedef enum oc_role { OC_ROLE_IN = 0, OC_ROLE_INOUT = 1, OC_ROLE_OUT = 2, OC_ROLE_ATTR = 3, OC_ROLE_META = 4 } oc_role;
 
 /* How a field is marshalled. OC_ARG_OPAQUE: a host object with no C form in the plugin's ABI
  * version; value.present says whether it is set. In 1.1 every field of every op has a C form; a 1.0
@@ -133,17 +127,21 @@ typedef enum oc_arg_kind {
 } oc_arg_kind;
 
 /* 1.1: how expert-parallel ranks exchange tokens this step; opchain's MoeCommType. */
-typedef enum oc_moe_comm_type { OC_MOE_COMM_LOCAL = 0, OC_MOE_COMM_ALLGATHER = 1, OC_MOE_COMM_ALLTOALL = 2 } oc_moe_comm_type;
+typedef enum oc_moe_comm_type {
+  OC_MOE_COMM_LOCAL = 0,
+  OC_MOE_COMM_ALLGATHER = 1,
+  OC_MOE_COMM_ALLTOALL = 2
+} oc_moe_comm_type;
 
 /* 1.1: the attention metadata of a step (opchain's AttnMetadata). Index tensors are i32. */
 typedef struct oc_attn_metadata {
-  int32_t is_decoding;   /* every sequence contributes exactly one query token */
-  int32_t has_past;      /* some sequence has cached tokens before this step's */
-  int64_t batch_size;    /* sequences, including a graph bucket's padding sequences */
-  int64_t num_tokens;    /* query rows, including padding rows */
-  int64_t block_size;    /* tokens per KV block */
-  int64_t max_q_seqlen;  /* the largest q_seqlens[b] */
-  int64_t max_kv_seqlen; /* the largest kv_seqlens[b] */
+  int32_t is_decoding;    /* every sequence contributes exactly one query token */
+  int32_t has_past;       /* some sequence has cached tokens before this step's */
+  int64_t batch_size;     /* sequences, including a graph bucket's padding sequences */
+  int64_t num_tokens;     /* query rows, including padding rows */
+  int64_t block_size;     /* tokens per KV block */
+  int64_t max_q_seqlen;   /* the largest q_seqlens[b] */
+  int64_t max_kv_seqlen;  /* the largest kv_seqlens[b] */
   oc_tensor q_start_loc;  /* [batch] first query row of each sequence */
   oc_tensor q_seqlens;    /* [batch] new tokens of each sequence in this step */
   oc_tensor kv_seqlens;   /* [batch] cached + new tokens of each sequence after this step */
@@ -154,7 +152,7 @@ typedef struct oc_attn_metadata {
 
 /* 1.1: the MoE metadata of a step (opchain's MoeMetadata). */
 typedef struct oc_moe_metadata {
-  int32_t comm_type;          /* oc_moe_comm_type, chosen by the host's policy from token counts and sizes */
+  int32_t comm_type; /* oc_moe_comm_type, chosen by the host's policy from token counts and sizes */
   int32_t reserved;
   int64_t ep_size;            /* expert-parallel ranks */
   int64_t ep_rank;            /* this rank */
@@ -168,20 +166,25 @@ typedef struct oc_moe_metadata {
 } oc_moe_metadata;
 
 /* 1.1: quantisation schemes and activation forms; opchain's QuantScheme and ActQuant (docs/quantization.md). */
-typedef enum oc_quant_scheme { OC_QUANT_INT4_GROUP = 0, OC_QUANT_INT8_CHANNEL = 1, OC_QUANT_FP8_BLOCK = 2, OC_QUANT_FP8_CHANNEL = 3 } oc_quant_scheme;
+typedef enum oc_quant_scheme {
+  OC_QUANT_INT4_GROUP = 0,
+  OC_QUANT_INT8_CHANNEL = 1,
+  OC_QUANT_FP8_BLOCK = 2,
+  OC_QUANT_FP8_CHANNEL = 3
+} oc_quant_scheme;
 typedef enum oc_act_quant { OC_ACT_NONE = 0, OC_ACT_INT8_TOKEN = 1, OC_ACT_FP8_GROUP = 2 } oc_act_quant;
 
 /* 1.1: the parameters that turn a quantised weight's codes back into numbers (Note [Quantised
  * weights] in opchain's src/core/quant.h defines each scheme's formula). */
 typedef struct oc_quant_params {
-  int32_t scheme;       /* oc_quant_scheme */
-  int32_t act;          /* oc_act_quant: what the activations become in the quantized precision */
-  int64_t in_features;  /* input channels (an int4 row holds ceil(in/2) bytes) */
-  int64_t group_size;   /* input channels per scale column (int4 group, fp8 block); 0: all */
-  int64_t act_group;    /* OC_ACT_FP8_GROUP: channels per activation scale */
-  oc_tensor scales;     /* f32 [out, groups] */
-  oc_tensor zeros;      /* f32 [out, groups], or empty: 0 (int8 channel), 8 (int4 group) */
-  oc_tensor group_of;   /* i32 [in] or empty: each input channel's scale column (GPTQ act-order) */
+  int32_t scheme;      /* oc_quant_scheme */
+  int32_t act;         /* oc_act_quant: what the activations become in the quantized precision */
+  int64_t in_features; /* input channels (an int4 row holds ceil(in/2) bytes) */
+  int64_t group_size;  /* input channels per scale column (int4 group, fp8 block); 0: all */
+  int64_t act_group;   /* OC_ACT_FP8_GROUP: channels per activation scale */
+  oc_tensor scales;    /* f32 [out, groups] */
+  oc_tensor zeros;     /* f32 [out, groups], or empty: 0 (int8 channel), 8 (int4 group) */
+  oc_tensor group_of;  /* i32 [in] or empty: each input channel's scale column (GPTQ act-order) */
 } oc_quant_params;
 
 /* 1.1: a list of tensors, e.g. one weight per expert. */
@@ -198,14 +201,14 @@ typedef struct oc_quant_list {
 
 /* 1.1: the experts of one MoE layer (fused_moe), each expert's three matrices. */
 typedef struct oc_expert_weights {
-  int64_t num_experts;  /* entries of each array */
-  int64_t intermediate; /* rows of gate and up */
-  int64_t hidden;       /* columns of gate and up (input channels), rows of down */
-  int32_t dtype;        /* oc_dtype of the matrices (their codes' when quantised): the dispatch dtype */
-  int32_t quantized;    /* 1: gate_q/up_q/down_q hold each matrix's parameters; 0: they are NULL */
-  const oc_tensor* gate; /* [num_experts] W [intermediate, hidden] */
-  const oc_tensor* up;   /* [num_experts] W [intermediate, hidden] */
-  const oc_tensor* down; /* [num_experts] W [hidden, intermediate] */
+  int64_t num_experts;           /* entries of each array */
+  int64_t intermediate;          /* rows of gate and up */
+  int64_t hidden;                /* columns of gate and up (input channels), rows of down */
+  int32_t dtype;                 /* oc_dtype of the matrices (their codes' when quantised): the dispatch dtype */
+  int32_t quantized;             /* 1: gate_q/up_q/down_q hold each matrix's parameters; 0: they are NULL */
+  const oc_tensor* gate;         /* [num_experts] W [intermediate, hidden] */
+  const oc_tensor* up;           /* [num_experts] W [intermediate, hidden] */
+  const oc_tensor* down;         /* [num_experts] W [hidden, intermediate] */
   const oc_quant_params* gate_q; /* [num_experts] or NULL */
   const oc_quant_params* up_q;   /* [num_experts] or NULL */
   const oc_quant_params* down_q; /* [num_experts] or NULL */
@@ -221,21 +224,21 @@ typedef struct oc_arg {
     int64_t i64;
     int32_t boolean;
     int32_t present;
-    const oc_attn_metadata* attn_meta;  /* 1.1 */
-    const oc_moe_metadata* moe_meta;    /* 1.1 */
-    const oc_expert_weights* experts;   /* 1.1 */
-    const oc_tensor_list* tensors;      /* 1.1 */
-    const oc_quant_params* quant;       /* 1.1: NULL when unset */
-    const oc_quant_list* quants;        /* 1.1: NULL when unset */
+    const oc_attn_metadata* attn_meta; /* 1.1 */
+    const oc_moe_metadata* moe_meta;   /* 1.1 */
+    const oc_expert_weights* experts;  /* 1.1 */
+    const oc_tensor_list* tensors;     /* 1.1 */
+    const oc_quant_params* quant;      /* 1.1: NULL when unset */
+    const oc_quant_list* quants;       /* 1.1: NULL when unset */
   } value;
 } oc_arg;
 
 /* One field of an op, as host->op_field() describes it. */
 typedef struct oc_field_info {
   const char* name;
-  int32_t role;        /* oc_role */
-  int32_t kind;        /* oc_arg_kind */
-  int32_t optional;    /* `?` in the schema: a tensor may be absent (data == NULL) */
+  int32_t role;     /* oc_role */
+  int32_t kind;     /* oc_arg_kind */
+  int32_t optional; /* `?` in the schema: a tensor may be absent (data == NULL) */
   int32_t reserved;
   const char* enum_values; /* OC_ARG_ENUM: the values' names in index order, '|'-separated; else "" */
 } oc_field_info;
@@ -246,7 +249,7 @@ typedef struct oc_host_api {
   uint32_t abi_minor;
   size_t struct_size;
   size_t (*num_ops)(void);
-  const char* (*op_key)(size_t op);     /* NULL when op >= num_ops() */
+  const char* (*op_key)(size_t op); /* NULL when op >= num_ops() */
   const char* (*op_schema)(size_t op);
   /* The op index of a key; OC_STATUS_INVALID_ARGUMENT for a key not in the table. */
   int32_t (*find_op)(const char* key, size_t* op);
@@ -260,17 +263,17 @@ typedef int32_t (*oc_kernel_fn)(const oc_arg* args, size_t num_args, void* user_
 #define OC_KERNEL_CAPTURE_SAFE 1u
 
 typedef struct oc_kernel_def {
-  const char* op_key;     /* "rms_norm" */
-  int32_t dtype;          /* oc_dtype: the op's dispatch dtype (the weight's for weight ops) */
-  uint32_t flags;         /* OC_KERNEL_* */
-  const char* name;       /* shown in traces, e.g. "example::rms_norm_f32"; NULL: vendor::key_dtype */
+  const char* op_key; /* "rms_norm" */
+  int32_t dtype;      /* oc_dtype: the op's dispatch dtype (the weight's for weight ops) */
+  uint32_t flags;     /* OC_KERNEL_* */
+  const char* name;   /* shown in traces, e.g. "example::rms_norm_f32"; NULL: vendor::key_dtype */
   oc_kernel_fn fn;
 } oc_kernel_def;
 
 /* The step as the host's default update_step_context filled it, read only. */
 typedef struct oc_step_info {
   int64_t batch_size;
-  int64_t num_tokens;   /* including padding rows */
+  int64_t num_tokens; /* including padding rows */
   int64_t num_padding_tokens;
   int64_t block_size;
   int64_t max_q_seqlen;
@@ -286,10 +289,10 @@ typedef struct oc_step_info {
 
 /* 1.1: what an impl is created for: one nn module of one model (one per layer and op). */
 typedef struct oc_impl_info {
-  int32_t dtype;            /* oc_dtype: the dtype the module builds for (its weights' for weight ops; f32 for attention) */
+  int32_t dtype; /* oc_dtype: the dtype the module builds for (its weights' for weight ops; f32 for attention) */
   int32_t reserved;
-  const char* module_path;  /* "model.layers.3.self_attn" */
-  const char* nn_module;    /* "Attention" */
+  const char* module_path; /* "model.layers.3.self_attn" */
+  const char* nn_module;   /* "Attention" */
 } oc_impl_info;
 
 /* 1.1: an impl of one OpType (opchain's layer 3, Note [Impl builders]): the host builds it in place of
@@ -308,16 +311,16 @@ typedef struct oc_impl_def {
   /* Optional (NULL: *handle = NULL): makes the impl's state for one module. */
   int32_t (*create)(const oc_impl_info* info, void* user_data, void** handle, char* err, size_t err_size);
   /* Required: one call. step: the whole step's metadata (and positions). */
-  int32_t (*run)(void* handle, const oc_arg* args, size_t num_args, const oc_step_info* step, void* user_data, char* err,
-                 size_t err_size);
+  int32_t (*run)(void* handle, const oc_arg* args, size_t num_args, const oc_step_info* step, void* user_data,
+                 char* err, size_t err_size);
   /* Optional: frees what create made, when the model is destroyed. */
   void (*destroy)(void* handle, void* user_data);
 } oc_impl_def;
 
 /* 1.1: the plugin's memory. Declared: all four members are required. */
 typedef struct oc_memory_hooks {
-  void* (*alloc)(size_t nbytes, void* user_data);  /* NULL on failure; nbytes >= 1 */
-  void (*free)(void* ptr, void* user_data);        /* a pointer alloc returned */
+  void* (*alloc)(size_t nbytes, void* user_data); /* NULL on failure; nbytes >= 1 */
+  void (*free)(void* ptr, void* user_data);       /* a pointer alloc returned */
   int32_t (*copy_to_device)(void* dst, const void* src, size_t nbytes, void* user_data); /* host src -> plugin dst */
   int32_t (*copy_to_host)(void* dst, const void* src, size_t nbytes, void* user_data);   /* plugin src -> host dst */
 } oc_memory_hooks;
@@ -333,10 +336,10 @@ typedef struct oc_vendor_plugin {
    * filled the step's metadata; a vendor that keeps its own copy of it (device buffers) refreshes it
    * here. Must not keep pointers into info past the call. */
   int32_t (*update_step_context)(const oc_step_info* info, void* user_data, char* err, size_t err_size);
-  void* user_data;             /* passed to every kernel and hook */
+  void* user_data; /* passed to every kernel and hook */
   /* 1.1 (read only when abi_minor >= 1): */
-  const oc_impl_def* impls;    /* NULL or num_impls impls, one per op key at most */
-  size_t num_impls;            /* entries of impls */
+  const oc_impl_def* impls;      /* NULL or num_impls impls, one per op key at most */
+  size_t num_impls;              /* entries of impls */
   const oc_memory_hooks* memory; /* NULL: the plugin reads and writes host memory */
 } oc_vendor_plugin;
 

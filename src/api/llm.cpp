@@ -23,10 +23,14 @@ Error::~Error() = default;
 
 const char* to_string(FinishReason reason) {
   switch (reason) {
-    case FinishReason::None: return "none";
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Cancelled: return "cancelled";
+    case FinishReason::None:
+      return "none";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Cancelled:
+      return "cancelled";
   }
   return "none";
 }
@@ -47,10 +51,14 @@ auto translated(Fn&& body) -> decltype(body()) {
 
 FinishReason finish_reason_of(opchain::FinishReason r) {
   switch (r) {
-    case opchain::FinishReason::None: return FinishReason::None;
-    case opchain::FinishReason::Stop: return FinishReason::Stop;
-    case opchain::FinishReason::Length: return FinishReason::Length;
-    case opchain::FinishReason::Aborted: return FinishReason::Cancelled;
+    case opchain::FinishReason::None:
+      return FinishReason::None;
+    case opchain::FinishReason::Stop:
+      return FinishReason::Stop;
+    case opchain::FinishReason::Length:
+      return FinishReason::Length;
+    case opchain::FinishReason::Aborted:
+      return FinishReason::Cancelled;
   }
   return FinishReason::None;
 }
@@ -178,7 +186,8 @@ LLM::LLM(const std::string& model_dir, const ModelOptions& options) : impl_(std:
   translated([&] {
     const auto precision = parse_precision_choice(options.precision);
     if (!precision)
-      throw InvalidArgumentError("unknown precision '" + options.precision + "' (expected auto, f32, bf16 or quantized)");
+      throw InvalidArgumentError("unknown precision '" + options.precision +
+                                 "' (expected auto, f32, bf16 or quantized)");
     if (options.threads < 0) throw InvalidArgumentError("threads must be 0 (all cores) or more");
     if (options.threads > 0) ThreadPool::set_global_threads(options.threads);
     Impl& m = *impl_;

@@ -6,12 +6,13 @@ DefaultAttentionImpl::DefaultAttentionImpl(const OpsBackend& backend, const Impl
   site_ = TraceSite{p.module_path, p.nn_module, "DefaultAttentionImpl"};
   fill_ = std::make_unique<KernelImpl<OpType::FillKvCache>>(backend, p, "DefaultAttentionImpl.fill_kv_cache");
   prefill_ = std::make_unique<KernelImpl<OpType::PrefillAttention>>(backend, p, "DefaultAttentionImpl.prefill");
-  paged_prefill_ = std::make_unique<KernelImpl<OpType::PagedPrefillAttention>>(backend, p, "DefaultAttentionImpl.paged_prefill");
+  paged_prefill_ =
+      std::make_unique<KernelImpl<OpType::PagedPrefillAttention>>(backend, p, "DefaultAttentionImpl.paged_prefill");
   decode_ = std::make_unique<KernelImpl<OpType::PagedDecodeAttention>>(backend, p, "DefaultAttentionImpl.decode");
 }
 
 void DefaultAttentionImpl::forward(const StepContext& ctx, const Tensor& q, const Tensor& k, const Tensor& v,
-                            const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, float scale) const {
+                                   const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, float scale) const {
   (*fill_)(FillKvCacheArgs{k, v, k_cache, v_cache, &ctx.attn});
   if (ctx.attn.is_decoding) {
     (*decode_)(PagedDecodeAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn});

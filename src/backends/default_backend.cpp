@@ -33,9 +33,12 @@ class DefaultOpsBackend final : public OpsBackend {
 
   void update_step_context(StepContext& ctx) const override {
     const int64_t batch = ctx.batch_size(), n = ctx.num_tokens();
-    if (ctx.q_start_loc_storage.is_null() || ctx.q_start_loc_storage.numel() != batch) ctx.q_start_loc_storage = Tensor::empty(DType::I32, {batch});
-    if (ctx.slot_mapping_storage.is_null() || ctx.slot_mapping_storage.numel() != n) ctx.slot_mapping_storage = Tensor::empty(DType::I32, {n});
-    if (ctx.x_active_mask_storage.is_null() || ctx.x_active_mask_storage.numel() != n) ctx.x_active_mask_storage = Tensor::empty(DType::U8, {n});
+    if (ctx.q_start_loc_storage.is_null() || ctx.q_start_loc_storage.numel() != batch)
+      ctx.q_start_loc_storage = Tensor::empty(DType::I32, {batch});
+    if (ctx.slot_mapping_storage.is_null() || ctx.slot_mapping_storage.numel() != n)
+      ctx.slot_mapping_storage = Tensor::empty(DType::I32, {n});
+    if (ctx.x_active_mask_storage.is_null() || ctx.x_active_mask_storage.numel() != n)
+      ctx.x_active_mask_storage = Tensor::empty(DType::U8, {n});
     AttnMetadata& m = ctx.attn;
     m.batch_size = batch;
     m.num_tokens = n;
@@ -122,7 +125,8 @@ const OpsBackend& select_backend(const DeviceContext& dev) {
     throw UnsupportedOpError("unknown vendor '" + dev.vendor + "'; registered vendors: " + known);
   }
   std::lock_guard lock(mu);
-  auto key = std::make_tuple(dev.vendor, &reg, dev.impls, dev.parallel.ep_size, dev.parallel.tp_size, dev.parallel.dp_size, dev.ep_rank);
+  auto key = std::make_tuple(dev.vendor, &reg, dev.impls, dev.parallel.ep_size, dev.parallel.tp_size,
+                             dev.parallel.dp_size, dev.ep_rank);
   auto& slot = backends[key];
   if (!slot) slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.impls, dev.parallel, dev.ep_rank);
   return *slot;

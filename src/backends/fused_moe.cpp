@@ -10,7 +10,8 @@ DefaultFusedMoeImpl::DefaultFusedMoeImpl(const OpsBackend& backend, const ImplBu
 void DefaultFusedMoeImpl::forward(const StepContext& ctx, const FusedMoeArgs& args) const {
   if (ctx.moe.comm_type != MoeCommType::Local)
     throw UnsupportedOpError(std::string("fused_moe at ") + site_.module_path + ": MoE comm type '" +
-                             moe_comm_type_name(ctx.moe.comm_type) + "' needs the distributed runtime, not in this build");
+                             moe_comm_type_name(ctx.moe.comm_type) +
+                             "' needs the distributed runtime, not in this build");
   (*kernel_)(args);
 }
 

@@ -44,11 +44,11 @@ class Recorder final : public LaunchRecorder {
   void record(BoundLaunch launch) override {
     const KernelEntry& e = *launch.entry;
     if (!e.flags.capture_safe)
-      throw GraphCaptureError("cannot capture a graph: kernel '" + e.kernel_name + "' (op " + std::string(op_key(e.op)) +
-                              ", " + std::string(dtype_name(e.dtype)) + ", vendor '" + e.vendor + "', registered at " +
-                              e.where.file_name() + ":" + std::to_string(e.where.line()) +
-                              ") is not capture-safe; launch " + std::to_string(launches.size()) +
-                              " of the step. Run with --eager, or make the kernel capture-safe (Note [Graph capture])");
+      throw GraphCaptureError(
+          "cannot capture a graph: kernel '" + e.kernel_name + "' (op " + std::string(op_key(e.op)) + ", " +
+          std::string(dtype_name(e.dtype)) + ", vendor '" + e.vendor + "', registered at " + e.where.file_name() + ":" +
+          std::to_string(e.where.line()) + ") is not capture-safe; launch " + std::to_string(launches.size()) +
+          " of the step. Run with --eager, or make the kernel capture-safe (Note [Graph capture])");
     launches.push_back(std::move(launch));
   }
   std::vector<BoundLaunch> launches;

@@ -4,7 +4,7 @@ namespace opchain {
 
 void visit_tensors(OpType op, const void* args, const TensorVisitor& fn) {
   switch (op) {
-#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)      \
+#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)     \
   case OpType::name:                                            \
     visit_field_tensors(*static_cast<const args_t*>(args), fn); \
     return;

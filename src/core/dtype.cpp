@@ -6,41 +6,69 @@ namespace opchain {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
-    case DType::U8: return 1;
-    case DType::I8: return 1;
-    case DType::F8E4M3: return 1;
+    case DType::F32:
+      return 4;
+    case DType::F16:
+      return 2;
+    case DType::BF16:
+      return 2;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
+    case DType::U8:
+      return 1;
+    case DType::I8:
+      return 1;
+    case DType::F8E4M3:
+      return 1;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::U8: return "u8";
-    case DType::I8: return "i8";
-    case DType::F8E4M3: return "f8e4m3";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
+    case DType::U8:
+      return "u8";
+    case DType::I8:
+      return "i8";
+    case DType::F8E4M3:
+      return "f8e4m3";
   }
   return "?";
 }
 
 bool parse_dtype(std::string_view n, DType& out) {
-  struct Name { std::string_view a, b; DType t; };
-  static constexpr Name names[] = {
-      {"f32", "F32", DType::F32}, {"f16", "F16", DType::F16}, {"bf16", "BF16", DType::BF16},
-      {"i32", "I32", DType::I32}, {"i64", "I64", DType::I64}, {"u8", "U8", DType::U8},
-      {"i8", "I8", DType::I8},    {"f8e4m3", "F8_E4M3", DType::F8E4M3},
-      {"float32", "float32", DType::F32}, {"float16", "float16", DType::F16}, {"bfloat16", "bfloat16", DType::BF16}};
+  struct Name {
+    std::string_view a, b;
+    DType t;
+  };
+  static constexpr Name names[] = {{"f32", "F32", DType::F32},
+                                   {"f16", "F16", DType::F16},
+                                   {"bf16", "BF16", DType::BF16},
+                                   {"i32", "I32", DType::I32},
+                                   {"i64", "I64", DType::I64},
+                                   {"u8", "U8", DType::U8},
+                                   {"i8", "I8", DType::I8},
+                                   {"f8e4m3", "F8_E4M3", DType::F8E4M3},
+                                   {"float32", "float32", DType::F32},
+                                   {"float16", "float16", DType::F16},
+                                   {"bfloat16", "bfloat16", DType::BF16}};
   for (const auto& e : names) {
-    if (n == e.a || n == e.b) { out = e.t; return true; }
+    if (n == e.a || n == e.b) {
+      out = e.t;
+      return true;
+    }
   }
   return false;
 }
@@ -55,7 +83,10 @@ float f16_to_f32(uint16_t h) {
       bits = sign;
     } else {  // subnormal: normalise
       exp = 127 - 15 + 1;
-      while ((mant & 0x400u) == 0) { mant <<= 1; --exp; }
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
       mant &= 0x3ffu;
       bits = sign | (exp << 23) | (mant << 13);
     }
@@ -94,7 +125,7 @@ float f8e4m3_to_f32(uint8_t v) {
   const uint32_t sign = static_cast<uint32_t>(v & 0x80u) << 24;
   const uint32_t exp = (v >> 3) & 0xfu, mant = v & 0x7u;
   if (exp == 0xf && mant == 0x7) return std::bit_cast<float>(sign | 0x7fc00000u);  // NaN
-  if (exp == 0) {  // subnormal: mant * 2^-9
+  if (exp == 0) {                                                                  // subnormal: mant * 2^-9
     const float m = static_cast<float>(mant) * 0.001953125f;
     return sign ? -m : m;
   }

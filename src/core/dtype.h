@@ -12,7 +12,7 @@ enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F8E4M3 };
 inline constexpr int kNumDTypes = 8;
 
 size_t dtype_size(DType t);
-std::string_view dtype_name(DType t);          // "f32", "bf16", ...
+std::string_view dtype_name(DType t);                 // "f32", "bf16", ...
 bool parse_dtype(std::string_view name, DType& out);  // accepts ours and safetensors' ("BF16", "F32", ...)
 
 inline float bf16_to_f32(uint16_t h) {
@@ -42,11 +42,16 @@ uint8_t f32_to_f8e4m3(float f);
 // Reads element i of a float-typed buffer (f32/f16/bf16) as float.
 inline float load_as_f32(const void* data, DType t, size_t i) {
   switch (t) {
-    case DType::F32: return static_cast<const float*>(data)[i];
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
-    case DType::F8E4M3: return f8e4m3_to_f32(static_cast<const uint8_t*>(data)[i]);
-    default: return 0.0f;
+    case DType::F32:
+      return static_cast<const float*>(data)[i];
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(data)[i]);
+    case DType::F8E4M3:
+      return f8e4m3_to_f32(static_cast<const uint8_t*>(data)[i]);
+    default:
+      return 0.0f;
   }
 }
 

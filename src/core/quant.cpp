@@ -10,19 +10,26 @@ namespace opchain {
 
 const char* quant_scheme_name(QuantScheme s) {
   switch (s) {
-    case QuantScheme::Int4Group: return "int4 group";
-    case QuantScheme::Int8Channel: return "int8 channel";
-    case QuantScheme::Fp8Block: return "fp8 block";
-    case QuantScheme::Fp8Channel: return "fp8 channel";
+    case QuantScheme::Int4Group:
+      return "int4 group";
+    case QuantScheme::Int8Channel:
+      return "int8 channel";
+    case QuantScheme::Fp8Block:
+      return "fp8 block";
+    case QuantScheme::Fp8Channel:
+      return "fp8 channel";
   }
   return "?";
 }
 
 const char* act_quant_name(ActQuant a) {
   switch (a) {
-    case ActQuant::None: return "none";
-    case ActQuant::Int8Token: return "int8 per token";
-    case ActQuant::Fp8Group: return "fp8 per token group";
+    case ActQuant::None:
+      return "none";
+    case ActQuant::Int8Token:
+      return "int8 per token";
+    case ActQuant::Fp8Group:
+      return "fp8 per token group";
   }
   return "?";
 }
@@ -53,8 +60,10 @@ Tensor copy_rows(const std::vector<std::pair<const Tensor*, std::pair<int64_t, i
     if (t->dtype() != first.dtype() || t->nbytes() / static_cast<size_t>(std::max<int64_t>(t->size(0), 1)) != row_bytes)
       throw FormatError("cannot stack rows of " + t->desc() + " under rows of " + first.desc());
     if (r.first < 0 || r.second < r.first || r.second > t->size(0))
-      throw FormatError("row range [" + std::to_string(r.first) + ", " + std::to_string(r.second) + ") outside " + t->desc());
-    std::memcpy(dst, t->data<char>() + static_cast<size_t>(r.first) * row_bytes, static_cast<size_t>(r.second - r.first) * row_bytes);
+      throw FormatError("row range [" + std::to_string(r.first) + ", " + std::to_string(r.second) + ") outside " +
+                        t->desc());
+    std::memcpy(dst, t->data<char>() + static_cast<size_t>(r.first) * row_bytes,
+                static_cast<size_t>(r.second - r.first) * row_bytes);
     dst += static_cast<size_t>(r.second - r.first) * row_bytes;
   }
   return out;
@@ -65,7 +74,8 @@ bool same_tensor_contents(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
-Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>>& pieces, bool view_values = false) {
+Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>>& pieces,
+              bool view_values = false) {
   const Weight& first = *pieces.front().first;
   auto collect = [&](auto member) {
     std::vector<std::pair<const Tensor*, std::pair<int64_t, int64_t>>> out;
@@ -79,14 +89,16 @@ Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int6
   for (const auto& [w, r] : pieces) {
     const QuantParams& a = *first.quant;
     const QuantParams& b = *w->quant;
-    if (!w->quant || a.scheme != b.scheme || a.in_features != b.in_features || a.group_size != b.group_size || a.act != b.act ||
-        a.act_group != b.act_group || a.zeros.is_null() != b.zeros.is_null() || !same_tensor_contents(a.group_of, b.group_of))
-      throw FormatError("cannot stack a " + (w->quant ? w->quant->describe() : std::string("dense")) + " weight under a " +
-                        a.describe() + " one: stacked layers must be quantised alike");
+    if (!w->quant || a.scheme != b.scheme || a.in_features != b.in_features || a.group_size != b.group_size ||
+        a.act != b.act || a.act_group != b.act_group || a.zeros.is_null() != b.zeros.is_null() ||
+        !same_tensor_contents(a.group_of, b.group_of))
+      throw FormatError("cannot stack a " + (w->quant ? w->quant->describe() : std::string("dense")) +
+                        " weight under a " + a.describe() + " one: stacked layers must be quantised alike");
   }
   auto q = std::make_shared<QuantParams>(*first.quant);
   q->scales = collect([](const Weight& w) -> const Tensor& { return w.quant->scales; });
-  if (!first.quant->zeros.is_null()) q->zeros = collect([](const Weight& w) -> const Tensor& { return w.quant->zeros; });
+  if (!first.quant->zeros.is_null())
+    q->zeros = collect([](const Weight& w) -> const Tensor& { return w.quant->zeros; });
   out.quant = q;
   return out;
 }
@@ -96,7 +108,8 @@ Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int6
 Weight select_rows(const Weight& w, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
   std::vector<std::pair<const Weight*, std::pair<int64_t, int64_t>>> pieces;
   for (const auto& r : ranges) pieces.push_back({&w, r});
-  if (ranges.size() == 1 && ranges[0].first >= 0 && ranges[0].first <= ranges[0].second && ranges[0].second <= w.rows()) {
+  if (ranges.size() == 1 && ranges[0].first >= 0 && ranges[0].first <= ranges[0].second &&
+      ranges[0].second <= w.rows()) {
     // Expert slices of a fused tensor: the codes stay in the mapping, only the parameters are copied.
     return gather(pieces, /*view_values=*/true);
   }
@@ -144,7 +157,8 @@ void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float*
 Tensor dequantize(const Weight& w) {
   if (!w.quant) {
     Tensor out = Tensor::empty(DType::F32, {w.rows(), w.cols()});
-    for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = load_as_f32(w.values.raw(), w.values.dtype(), static_cast<size_t>(i));
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data<float>()[i] = load_as_f32(w.values.raw(), w.values.dtype(), static_cast<size_t>(i));
     return out;
   }
   Tensor out = Tensor::empty(DType::F32, {w.rows(), w.cols()});

@@ -29,9 +29,9 @@ const char* quant_scheme_name(QuantScheme s);
 
 // How a format quantises activations at inference (used in the Quantized precision).
 enum class ActQuant : uint8_t {
-  None,         // weight-only (W4A16 etc.): bf16 activations
-  Int8Token,    // dynamic per token: scale = amax / 127, codes = clamp(rne(x * 127 / amax), -128, 127)
-  Fp8Group,     // dynamic per token and group of act_group channels: scale = max(amax, 1e-10) / 448
+  None,       // weight-only (W4A16 etc.): bf16 activations
+  Int8Token,  // dynamic per token: scale = amax / 127, codes = clamp(rne(x * 127 / amax), -128, 127)
+  Fp8Group,   // dynamic per token and group of act_group channels: scale = max(amax, 1e-10) / 448
 };
 const char* act_quant_name(ActQuant a);
 
@@ -43,7 +43,7 @@ struct QuantParams {
   Tensor zeros;            // f32 [out, groups], or null: 0 (Int8Channel), 8 (Int4Group: symmetric)
   Tensor group_of;         // i32 [in] or null: each input channel's scale column (GPTQ act-order)
   ActQuant act = ActQuant::None;
-  int64_t act_group = 0;   // Fp8Group: channels per activation scale (the weight's block, or in_features)
+  int64_t act_group = 0;  // Fp8Group: channels per activation scale (the weight's block, or in_features)
 
   int64_t groups() const { return scales.is_null() ? 0 : scales.size(1); }
   int64_t group_of_channel(int64_t k) const {
@@ -59,7 +59,8 @@ struct Weight {
   std::shared_ptr<const QuantParams> quant;
 
   Weight() = default;
-  Weight(Tensor v, std::shared_ptr<const QuantParams> q = nullptr) : values(std::move(v)), quant(std::move(q)) {}  // NOLINT: a dense tensor is a weight
+  Weight(Tensor v, std::shared_ptr<const QuantParams> q = nullptr)
+      : values(std::move(v)), quant(std::move(q)) {}  // NOLINT: a dense tensor is a weight
   bool quantized() const { return quant != nullptr; }
   int64_t rows() const { return values.size(0); }
   int64_t cols() const { return quant ? quant->in_features : values.size(1); }

@@ -60,7 +60,8 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
     constexpr size_t kHuge = size_t{2} << 20;
     const size_t mapped = padded + kHuge;
     void* base = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
+    if (base == MAP_FAILED)
+      throw Error("out of memory allocating " + std::to_string(padded) + " bytes for " + t.desc());
     const uintptr_t start = (reinterpret_cast<uintptr_t>(base) + kHuge - 1) / kHuge * kHuge;
     void* p = reinterpret_cast<void*>(start);
     ::madvise(p, padded, MADV_HUGEPAGE);  // advisory: where THP is off this changes nothing
@@ -77,8 +78,7 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
 }
 
 Tensor Tensor::reshape(Shape s) const {
-  if (s.numel() != numel())
-    throw InvalidArgumentError("cannot reshape " + desc() + " to " + s.str());
+  if (s.numel() != numel()) throw InvalidArgumentError("cannot reshape " + desc() + " to " + s.str());
   Tensor t = *this;
   t.shape_ = s;
   return t;
@@ -86,7 +86,8 @@ Tensor Tensor::reshape(Shape s) const {
 
 Tensor Tensor::slice_rows(int64_t begin, int64_t end) const {
   if (ndim() < 1 || begin < 0 || end < begin || end > size(0))
-    throw InvalidArgumentError("row slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of " + desc());
+    throw InvalidArgumentError("row slice [" + std::to_string(begin) + ", " + std::to_string(end) + ") out of " +
+                               desc());
   Tensor t = *this;
   const int64_t row = size(0) ? numel() / size(0) : 0;
   t.data_ = static_cast<char*>(data_) + static_cast<size_t>(begin * row) * dtype_size(dtype_);

@@ -30,9 +30,7 @@ class Tensor {
   Tensor() = default;
   // Borrowed view; the caller keeps `data` alive.
   static Tensor view(void* data, DType dtype, Shape shape);
-  static Tensor view(const void* data, DType dtype, Shape shape) {
-    return view(const_cast<void*>(data), dtype, shape);
-  }
+  static Tensor view(const void* data, DType dtype, Shape shape) { return view(const_cast<void*>(data), dtype, shape); }
   // Owning, zero-filled, 64-byte aligned.
   static Tensor empty(DType dtype, Shape shape);
 
@@ -46,7 +44,10 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
   void* raw() const { return data_; }
-  template <class T> T* data() const { return static_cast<T*>(data_); }
+  template <class T>
+  T* data() const {
+    return static_cast<T*>(data_);
+  }
 
   // Same memory, new shape with the same element count.
   Tensor reshape(Shape s) const;

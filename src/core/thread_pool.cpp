@@ -60,7 +60,9 @@ ThreadPool::ThreadPool(int num_threads) : state_(new State), num_threads_(std::m
       State& st = *state_;
       uint64_t seen = 0;
       for (;;) {
-        auto published = [&] { return st.stop.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen; };
+        auto published = [&] {
+          return st.stop.load(std::memory_order_acquire) || st.generation.load(std::memory_order_acquire) != seen;
+        };
         if (!spin_until(published)) {
           std::unique_lock lock(st.mu);
           st.wake.wait(lock, published);

@@ -79,7 +79,8 @@ struct CompiledGrammar::Impl {
       return;
     }
     if (depth > kMaxClosureDepth)
-      throw InvalidArgumentError("grammar: rule '" + g.rules()[static_cast<size_t>(nodes[static_cast<size_t>(id)].rule)].name +
+      throw InvalidArgumentError("grammar: rule '" +
+                                 g.rules()[static_cast<size_t>(nodes[static_cast<size_t>(id)].rule)].name +
                                  "' is left-recursive (reaches itself without consuming input)");
     const Frame f = nodes[static_cast<size_t>(id)];
     const Grammar::Sequence& seq = g.rules()[static_cast<size_t>(f.rule)].alternatives[static_cast<size_t>(f.alt)];
@@ -93,7 +94,8 @@ struct CompiledGrammar::Impl {
       return;
     }
     // Tail call: a rule that ends the alternative returns straight to our caller.
-    const int32_t ret = f.pos + 1 == static_cast<int32_t>(seq.size()) ? f.parent : node(Frame{f.rule, f.alt, f.pos + 1, f.parent});
+    const int32_t ret =
+        f.pos + 1 == static_cast<int32_t>(seq.size()) ? f.parent : node(Frame{f.rule, f.alt, f.pos + 1, f.parent});
     const size_t alts = g.rules()[static_cast<size_t>(sym)].alternatives.size();
     for (size_t a = 0; a < alts; ++a) closure(node(Frame{sym, static_cast<int32_t>(a), 0, ret}), out, depth + 1);
   }
@@ -129,7 +131,8 @@ struct CompiledGrammar::Impl {
     for (int32_t id : current) {
       if (id == kAccept) continue;
       const Frame f = nodes[static_cast<size_t>(id)];
-      const Grammar::Symbol sym = g.rules()[static_cast<size_t>(f.rule)].alternatives[static_cast<size_t>(f.alt)][static_cast<size_t>(f.pos)];
+      const Grammar::Symbol sym =
+          g.rules()[static_cast<size_t>(f.rule)].alternatives[static_cast<size_t>(f.alt)][static_cast<size_t>(f.pos)];
       if (g.terminal_bytes(sym).test(byte)) closure(node(Frame{f.rule, f.alt, f.pos + 1, f.parent}), next, 0);
     }
     const int32_t to = intern_state(next);

@@ -9,7 +9,8 @@
 namespace opchain {
 
 std::vector<int64_t> decode_graph_buckets(int64_t max_batch) {
-  if (max_batch < 1) throw InvalidArgumentError("graph mode needs a largest batch of at least 1, got " + std::to_string(max_batch));
+  if (max_batch < 1)
+    throw InvalidArgumentError("graph mode needs a largest batch of at least 1, got " + std::to_string(max_batch));
   std::vector<int64_t> sizes;
   for (int64_t s : {1, 2, 4, 8, 16})
     if (s < max_batch) sizes.push_back(s);
@@ -18,7 +19,8 @@ std::vector<int64_t> decode_graph_buckets(int64_t max_batch) {
   return sizes;
 }
 
-DecodeGraphRunner::DecodeGraphRunner(const CausalLM& model, const OpsBackend& backend, KvCache& cache, int64_t max_batch)
+DecodeGraphRunner::DecodeGraphRunner(const CausalLM& model, const OpsBackend& backend, KvCache& cache,
+                                     int64_t max_batch)
     : model_(model), backend_(backend), cache_(cache), sizes_(decode_graph_buckets(max_batch)) {
   if (const std::string why = model.graph_capture_blocker(); !why.empty())
     throw GraphCaptureError("cannot capture decode graphs of " + model.config().architecture + ": " + why);
@@ -113,8 +115,8 @@ void DecodeGraphRunner::fill_buffers(Bucket& b, std::span<const SequenceStep> se
       validate_sequence_step(model_.config(), cache_, s);
       len = static_cast<int64_t>(s.block_table.size());
       if (len > max_blocks_)
-        throw InvalidArgumentError("block table of " + std::to_string(len) + " blocks is wider than the decode graphs' " +
-                                   std::to_string(max_blocks_));
+        throw InvalidArgumentError("block table of " + std::to_string(len) +
+                                   " blocks is wider than the decode graphs' " + std::to_string(max_blocks_));
       ids[i] = s.tokens[0];
       pos[i] = static_cast<int32_t>(s.past_len);
       kv[i] = static_cast<int32_t>(s.past_len + 1);
@@ -137,10 +139,11 @@ void DecodeGraphRunner::fill_buffers(Bucket& b, std::span<const SequenceStep> se
 
 void DecodeGraphRunner::update(Bucket& b) const {
   backend_.update_step_context(b.ctx);
-  if (b.graph && (b.ctx.attn.q_start_loc.raw() != b.bound_q_start_loc || b.ctx.attn.slot_mapping.raw() != b.bound_slots ||
-                  b.ctx.moe.x_active_mask.raw() != b.bound_mask))
+  if (b.graph && (b.ctx.attn.q_start_loc.raw() != b.bound_q_start_loc ||
+                  b.ctx.attn.slot_mapping.raw() != b.bound_slots || b.ctx.moe.x_active_mask.raw() != b.bound_mask))
     throw Error(backend_.name() + "::update_step_context moved the step metadata of decode bucket " +
-                std::to_string(b.size) + "; its captured launches would read the old storage (Note [Graph capture], 2)");
+                std::to_string(b.size) +
+                "; its captured launches would read the old storage (Note [Graph capture], 2)");
 }
 
 Tensor DecodeGraphRunner::replay(const Bucket& b, int64_t batch) const {

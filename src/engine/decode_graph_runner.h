@@ -82,7 +82,7 @@ class DecodeGraphRunner {
   const OpsBackend& backend_;
   KvCache& cache_;
   std::unique_ptr<GraphRunner> graph_runner_;
-  std::vector<int64_t> sizes_;  // ascending
+  std::vector<int64_t> sizes_;                    // ascending
   std::vector<std::unique_ptr<Bucket>> buckets_;  // same order; held by pointer: launches point into them
   int64_t max_blocks_ = 0;
   Workspace pool_;

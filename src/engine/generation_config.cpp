@@ -26,12 +26,14 @@ GenerationDefaults load_unguarded(const ModelFile& file, const std::vector<int64
     std::vector<int32_t> ids;
     auto add = [&](const nlohmann::json& v) {
       if (!v.is_number_integer()) return;
-      if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX : (v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX))
+      if (v.is_number_unsigned() ? v.get<uint64_t>() > INT32_MAX
+                                 : (v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX))
         throw FormatError(path + ": eos_token_id " + v.dump() + " is not a token id");
       ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
     };
     const auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) add(e);
+    if (e.is_number_integer())
+      add(e);
     else if (e.is_array())
       for (const auto& v : e) add(v);
     if (!ids.empty()) d.eos_ids = ids;

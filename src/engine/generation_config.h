@@ -10,9 +10,9 @@
 namespace opchain {
 
 struct GenerationDefaults {
-  SamplingParams sampling;          // greedy when the file says do_sample false
+  SamplingParams sampling;  // greedy when the file says do_sample false
   std::vector<int32_t> eos_ids;
-  int64_t max_new_tokens = 0;       // 0: not set
+  int64_t max_new_tokens = 0;  // 0: not set
 };
 
 struct ModelDirectory;

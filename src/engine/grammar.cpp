@@ -58,7 +58,8 @@ void Grammar::validate() const {
     for (const Sequence& seq : r.alternatives)
       for (Symbol s : seq) {
         if (is_rule(s) && static_cast<size_t>(s) >= rules_.size())
-          throw InvalidArgumentError("grammar: rule '" + r.name + "' refers to rule " + std::to_string(s) + ", which does not exist");
+          throw InvalidArgumentError("grammar: rule '" + r.name + "' refers to rule " + std::to_string(s) +
+                                     ", which does not exist");
         if (!is_rule(s) && (static_cast<size_t>(-(s + 1)) >= terminals_.size() || terminal_bytes(s).none()))
           throw InvalidArgumentError("grammar: rule '" + r.name + "' has an empty or unknown terminal");
       }

@@ -6,9 +6,11 @@
 
 namespace opchain {
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocabulary> vocab,
-                               std::vector<int32_t> stop_token_ids)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), stop_ids_(std::move(stop_token_ids)),
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                               std::shared_ptr<const TokenVocabulary> vocab, std::vector<int32_t> stop_token_ids)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      stop_ids_(std::move(stop_token_ids)),
       state_(grammar_->start_state()) {}
 
 bool GrammarMatcher::fill_next_token_mask(std::vector<uint64_t>& mask) const {

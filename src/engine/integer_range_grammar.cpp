@@ -24,7 +24,8 @@ class RangeBuilder {
     if (lo[0] == hi[0]) return cat(Seq{digit(lo[0], lo[0])}, fixed(lo.substr(1), hi.substr(1)));
     std::vector<Seq> alts;
     alts.push_back(cat(Seq{digit(lo[0], lo[0])}, fixed(lo.substr(1), std::string(n - 1, '9'))));
-    if (lo[0] + 1 <= hi[0] - 1) alts.push_back(with_free_digits(digit(static_cast<char>(lo[0] + 1), static_cast<char>(hi[0] - 1)), n - 1));
+    if (lo[0] + 1 <= hi[0] - 1)
+      alts.push_back(with_free_digits(digit(static_cast<char>(lo[0] + 1), static_cast<char>(hi[0] - 1)), n - 1));
     alts.push_back(cat(Seq{digit(hi[0], hi[0])}, fixed(std::string(n - 1, '0'), hi.substr(1))));
     return {g_.add_rule("int_range", std::move(alts))};
   }
@@ -45,7 +46,9 @@ class RangeBuilder {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   }
-  Grammar::Symbol digit(char lo, char hi) { return g_.terminal(byte_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi))); }
+  Grammar::Symbol digit(char lo, char hi) {
+    return g_.terminal(byte_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi)));
+  }
   Seq with_free_digits(Grammar::Symbol first, size_t n) {
     Seq s{first};
     for (size_t i = 0; i < n; ++i) s.push_back(digit('0', '9'));

@@ -19,15 +19,19 @@ using Json = nlohmann::ordered_json;
 using Seq = Grammar::Sequence;
 
 [[noreturn]] void fail(const std::string& what, const std::string& pointer) {
-  throw InvalidArgumentError("json_schema: " + what + " at " + (pointer.empty() ? std::string("/ (the root)") : pointer));
+  throw InvalidArgumentError("json_schema: " + what + " at " +
+                             (pointer.empty() ? std::string("/ (the root)") : pointer));
 }
 
 std::string escape_pointer_token(const std::string& key) {
   std::string out;
   for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
   }
   return out;
 }
@@ -35,22 +39,40 @@ std::string escape_pointer_token(const std::string& key) {
 // Keywords that only annotate. "format" is one too: JSON Schema 2020-12 makes it an annotation by
 // default, and the jsonschema validator does not check it unless asked.
 const std::set<std::string>& annotation_keywords() {
-  static const std::set<std::string> k{"title", "description", "$schema", "$id", "$comment", "default", "examples",
-                                       "readOnly", "writeOnly", "deprecated", "format", "$defs", "definitions", "strict"};
+  static const std::set<std::string> k{"title",   "description", "$schema",     "$id",       "$comment",
+                                       "default", "examples",    "readOnly",    "writeOnly", "deprecated",
+                                       "format",  "$defs",       "definitions", "strict"};
   return k;
 }
 
 const std::set<std::string>& supported_keywords() {
-  static const std::set<std::string> k{"type", "properties", "required", "additionalProperties", "items", "minItems",
-                                       "maxItems", "enum", "const", "anyOf", "oneOf", "$ref", "minLength", "maxLength",
-                                       "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+  static const std::set<std::string> k{"type",
+                                       "properties",
+                                       "required",
+                                       "additionalProperties",
+                                       "items",
+                                       "minItems",
+                                       "maxItems",
+                                       "enum",
+                                       "const",
+                                       "anyOf",
+                                       "oneOf",
+                                       "$ref",
+                                       "minLength",
+                                       "maxLength",
+                                       "pattern",
+                                       "minimum",
+                                       "maximum",
+                                       "exclusiveMinimum",
+                                       "exclusiveMaximum"};
   return k;
 }
 
 class Compiler {
  public:
   Compiler(Grammar& g, const Json& root, const JsonGrammarOptions& o) : g_(g), root_(root), o_(o) {
-    if (o.max_whitespace < 0 || o.max_integer_digits < 1 || o.max_integer_digits > 18 || o.max_fraction_digits < 1 || o.max_exponent_digits < 1)
+    if (o.max_whitespace < 0 || o.max_integer_digits < 1 || o.max_integer_digits > 18 || o.max_fraction_digits < 1 ||
+        o.max_exponent_digits < 1)
       throw InvalidArgumentError("json_schema: whitespace and digit bounds must be positive");
     ws_ = repeat("ws", {g_.terminal(byte_set_of(" \t\n\r"))}, {}, 0, o.max_whitespace);
   }
@@ -81,7 +103,8 @@ class Compiler {
       return add("types", alts);
     }
     // No "type": inferred from the keywords present, as xgrammar does.
-    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) return typed(s, "object", ptr);
+    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties"))
+      return typed(s, "object", ptr);
     if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) return typed(s, "array", ptr);
     if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern")) return typed(s, "string", ptr);
     for (const char* k : kBoundKeywords)
@@ -120,7 +143,8 @@ class Compiler {
     if (!v.is_number_integer() || v.get<int64_t>() < 0)
       fail(std::string("'") + key + "' must be a non-negative integer", ptr + "/" + key);
     constexpr int64_t kMaxCount = 10000;  // each bound expands into rules; past this the grammar is not worth building
-    if (v.get<int64_t>() > kMaxCount) fail(std::string("'") + key + "' above " + std::to_string(kMaxCount) + " is not supported", ptr + "/" + key);
+    if (v.get<int64_t>() > kMaxCount)
+      fail(std::string("'") + key + "' above " + std::to_string(kMaxCount) + " is not supported", ptr + "/" + key);
     return v.get<int64_t>();
   }
 
@@ -135,7 +159,8 @@ class Compiler {
     }
     if (type == "number") {
       for (const char* k : kBoundKeywords)
-        if (s.contains(k)) fail(std::string("'") + k + "' is supported on type 'integer' only, not 'number'", ptr + "/" + k);
+        if (s.contains(k))
+          fail(std::string("'") + k + "' is supported on type 'integer' only, not 'number'", ptr + "/" + k);
       return number();
     }
     if (type == "integer") return bounded_integer(s, ptr);
@@ -297,11 +322,11 @@ class Compiler {
       // Well-formed UTF-8 only (RFC 3629), so every output decodes.
       std::vector<Seq> alts = utf8_multibyte_sequences(g_);
       alts.insert(alts.begin(), Seq{g_.terminal(plain)});
-      for (Seq escape : std::vector<Seq>{
-          cat({lit("\\"), {g_.terminal(byte_set_of("\"\\/bfnrt"))}}),
-          // \u escapes of non-surrogates only, so one escape is one character for maxLength.
-          cat({lit("\\u"), {g_.terminal(byte_set_of("0123456789abcABCeEfF"))}, {hex, hex, hex}}),
-          cat({lit("\\u"), {g_.terminal(byte_set_of("dD"))}, {t('0', '7'), hex, hex}})})
+      for (Seq escape :
+           std::vector<Seq>{cat({lit("\\"), {g_.terminal(byte_set_of("\"\\/bfnrt"))}}),
+                            // \u escapes of non-surrogates only, so one escape is one character for maxLength.
+                            cat({lit("\\u"), {g_.terminal(byte_set_of("0123456789abcABCeEfF"))}, {hex, hex, hex}}),
+                            cat({lit("\\u"), {g_.terminal(byte_set_of("dD"))}, {t('0', '7'), hex, hex}})})
         alts.push_back(escape);
       string_char_ = add("char", alts);
     }
@@ -317,7 +342,9 @@ class Compiler {
     return r;
   }
 
-  int32_t digits(int64_t min, int64_t max) { return repeat("digits", {g_.terminal(byte_range('0', '9'))}, {}, min, max); }
+  int32_t digits(int64_t min, int64_t max) {
+    return repeat("digits", {g_.terminal(byte_range('0', '9'))}, {}, min, max);
+  }
 
   int32_t integer() {
     if (integer_ < 0) {
@@ -331,8 +358,10 @@ class Compiler {
   int32_t number() {
     if (number_ < 0) {
       const int32_t frac = add("fraction", {{}, cat({lit("."), {digits(1, o_.max_fraction_digits)}})});
-      const int32_t exp = add("exponent", {{}, cat({{g_.terminal(byte_set_of("eE"))}, {add("sign", {{}, lit("+"), lit("-")})},
-                                                    {digits(1, o_.max_exponent_digits)}})});
+      const int32_t exp = add("exponent", {{},
+                                           cat({{g_.terminal(byte_set_of("eE"))},
+                                                {add("sign", {{}, lit("+"), lit("-")})},
+                                                {digits(1, o_.max_exponent_digits)}})});
       number_ = add("number", {{integer(), frac, exp}});
     }
     return number_;
@@ -343,8 +372,8 @@ class Compiler {
       any_value_ = g_.add_rule("value");
       const int32_t array_items = repeat("values", {any_value_}, cat({{ws_}, lit(","), {ws_}}), 0, -1);
       const int32_t any_array = add("array", {cat({lit("["), {ws_}, {array_items}, {ws_}, lit("]")})});
-      for (Seq alt : std::vector<Seq>{{any_object()}, {any_array}, {string_rule(0, -1)}, {number()}, lit("true"),
-                                      lit("false"), lit("null")})
+      for (Seq alt : std::vector<Seq>{
+               {any_object()}, {any_array}, {string_rule(0, -1)}, {number()}, lit("true"), lit("false"), lit("null")})
         g_.add_alternative(any_value_, alt);
     }
     return any_value_;
@@ -379,11 +408,13 @@ Grammar json_object_grammar(const JsonGrammarOptions& options) {
   return g;
 }
 
-std::shared_ptr<const CompiledGrammar> compile_json_schema(const nlohmann::ordered_json& schema, const JsonGrammarOptions& options) {
+std::shared_ptr<const CompiledGrammar> compile_json_schema(const nlohmann::ordered_json& schema,
+                                                           const JsonGrammarOptions& options) {
   return std::make_shared<const CompiledGrammar>(json_schema_to_grammar(schema, options));
 }
 
-std::shared_ptr<const CompiledGrammar> compile_json_schema_text(std::string_view schema_text, const JsonGrammarOptions& options) {
+std::shared_ptr<const CompiledGrammar> compile_json_schema_text(std::string_view schema_text,
+                                                                const JsonGrammarOptions& options) {
   nlohmann::ordered_json schema;
   try {
     schema = nlohmann::ordered_json::parse(schema_text);

@@ -31,7 +31,8 @@ Grammar json_object_grammar(const JsonGrammarOptions& options = {});
 // The two above, compiled. `schema_text` is parsed first (InvalidArgumentError if it is not JSON).
 std::shared_ptr<const CompiledGrammar> compile_json_schema(const nlohmann::ordered_json& schema,
                                                            const JsonGrammarOptions& options = {});
-std::shared_ptr<const CompiledGrammar> compile_json_schema_text(std::string_view schema_text, const JsonGrammarOptions& options = {});
+std::shared_ptr<const CompiledGrammar> compile_json_schema_text(std::string_view schema_text,
+                                                                const JsonGrammarOptions& options = {});
 std::shared_ptr<const CompiledGrammar> compile_json_object(const JsonGrammarOptions& options = {});
 
 }  // namespace opchain

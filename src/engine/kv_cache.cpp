@@ -42,7 +42,11 @@ void SlotAllocator::free(int32_t slot) {
 DType kv_cache_dtype(MatmulPrecision p) { return p == MatmulPrecision::F32 ? DType::F32 : DType::BF16; }
 
 KvCache::KvCache(const ModelConfig& c, int64_t num_blocks, int64_t block_size, int64_t num_state_slots, DType kv_dtype)
-    : allocator_(num_blocks), slots_(num_state_slots), block_size_(block_size), num_blocks_(num_blocks), kv_dtype_(kv_dtype) {
+    : allocator_(num_blocks),
+      slots_(num_state_slots),
+      block_size_(block_size),
+      num_blocks_(num_blocks),
+      kv_dtype_(kv_dtype) {
   if (kv_dtype != DType::F32 && kv_dtype != DType::BF16)
     throw InvalidArgumentError("the KV cache holds f32 or bf16, not " + std::string(dtype_name(kv_dtype)));
   if (block_size <= 0) throw InvalidArgumentError("KV block size must be positive, got " + std::to_string(block_size));
@@ -82,14 +86,16 @@ size_t KvCache::state_bytes() const {
 
 int64_t KvCache::blocks_for_bytes(const ModelConfig& c, int64_t block_size, size_t bytes, DType kv_dtype) {
   const int64_t kv_layers = std::max<int64_t>(1, c.num_full_attention_layers());
-  const size_t per_block = static_cast<size_t>(2 * kv_layers * block_size * c.num_key_value_heads * c.head_dim) * dtype_size(kv_dtype);
+  const size_t per_block =
+      static_cast<size_t>(2 * kv_layers * block_size * c.num_key_value_heads * c.head_dim) * dtype_size(kv_dtype);
   return std::max<int64_t>(2, static_cast<int64_t>(bytes / per_block));
 }
 
 size_t KvCache::state_bytes_per_sequence(const ModelConfig& c) {
   const LinearAttentionConfig& l = c.linear;
-  const size_t per_layer = static_cast<size_t>((l.conv_kernel - 1) * l.conv_dim() +
-                                               l.num_value_heads * l.key_head_dim * l.value_head_dim) * 4;
+  const size_t per_layer =
+      static_cast<size_t>((l.conv_kernel - 1) * l.conv_dim() + l.num_value_heads * l.key_head_dim * l.value_head_dim) *
+      4;
   return per_layer * static_cast<size_t>(c.num_linear_attention_layers());
 }
 

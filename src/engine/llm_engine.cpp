@@ -11,10 +11,14 @@ namespace opchain {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::None: return "none";
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Aborted: return "abort";
+    case FinishReason::None:
+      return "none";
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Aborted:
+      return "abort";
   }
   return "?";
 }
@@ -25,14 +29,14 @@ struct LLMEngine::Sequence {
   StreamCallback on_event;
   std::vector<int32_t> tokens;  // prompt, then generated
   int64_t prompt_len = 0;
-  int64_t computed = 0;         // tokens whose K/V are in the cache
+  int64_t computed = 0;  // tokens whose K/V are in the cache
   std::vector<int32_t> blocks;
-  int32_t state_slot = -1;      // hybrid models: held from admission to finish or preemption
+  int32_t state_slot = -1;  // hybrid models: held from admission to finish or preemption
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<IncrementalDetokenizer> detok;
   std::unique_ptr<StopMatcher> stop;
   std::unique_ptr<GrammarMatcher> grammar;  // structured output, when the request asked for it
-  std::vector<uint64_t> allowed;             // this step's token mask (grammar only), reused
+  std::vector<uint64_t> allowed;            // this step's token mask (grammar only), reused
   std::string text;
   std::vector<StepLogprobs> logprobs;  // every output token's, when asked for
   size_t logprobs_sent = 0;            // how many of them stream events carried
@@ -42,8 +46,8 @@ struct LLMEngine::Sequence {
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
 };
 
-LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const Tokenizer* tokenizer, EngineConfig config,
-                     std::vector<int32_t> eos_ids)
+LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const Tokenizer* tokenizer,
+                     EngineConfig config, std::vector<int32_t> eos_ids)
     : model_(model), tokenizer_(tokenizer), config_(config), eos_ids_(std::move(eos_ids)) {
   if (config_.max_batch <= 0 || config_.max_tokens_per_step <= 0 || config_.prefill_chunk <= 0)
     throw InvalidArgumentError("engine limits (max_batch, max_tokens_per_step, prefill_chunk) must be positive");
@@ -63,8 +67,9 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
   const size_t state_total = per_seq * static_cast<size_t>(slots);
   const size_t kv_budget = config_.kv_cache_bytes > state_total ? config_.kv_cache_bytes - state_total : 0;
   const DType kv_dtype = kv_cache_dtype(device.matmul_precision);
-  const int64_t blocks =
-      config_.num_blocks > 0 ? config_.num_blocks : KvCache::blocks_for_bytes(mc, config_.block_size, kv_budget, kv_dtype);
+  const int64_t blocks = config_.num_blocks > 0
+                             ? config_.num_blocks
+                             : KvCache::blocks_for_bytes(mc, config_.block_size, kv_budget, kv_dtype);
   cache_ = std::make_unique<KvCache>(mc, blocks, config_.block_size, slots, kv_dtype);
   runner_ = std::make_unique<ModelRunner>(model, device, *cache_);
   if (config_.graph) runner_->enable_graph_mode(config_.max_batch);  // off, with a reason, if the model refuses
@@ -85,8 +90,8 @@ uint64_t LLMEngine::add_request(GenerationRequest req, StreamCallback on_event) 
   if (req.max_new_tokens <= 0)
     throw InvalidArgumentError("max_new_tokens must be positive, got " + std::to_string(req.max_new_tokens));
   if (req.logprobs < -1 || req.logprobs > kMaxTopLogprobs)
-    throw InvalidArgumentError("logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) + " (or -1: none), got " +
-                               std::to_string(req.logprobs));
+    throw InvalidArgumentError("logprobs must be between 0 and " + std::to_string(kMaxTopLogprobs) +
+                               " (or -1: none), got " + std::to_string(req.logprobs));
   const int64_t prompt = static_cast<int64_t>(req.prompt_ids.size());
   if (prompt + req.max_new_tokens > max_context())
     throw InvalidArgumentError("prompt of " + std::to_string(prompt) + " tokens plus max_new_tokens " +
@@ -113,7 +118,8 @@ uint64_t LLMEngine::add_request(GenerationRequest req, StreamCallback on_event) 
   }
   s->stop = std::make_unique<StopMatcher>(s->req.stop);
   if (s->req.grammar) {
-    if (!tokenizer_) throw InvalidArgumentError("a grammar-constrained request needs the model's tokenizer, and this engine has none");
+    if (!tokenizer_)
+      throw InvalidArgumentError("a grammar-constrained request needs the model's tokenizer, and this engine has none");
     s->grammar = std::make_unique<GrammarMatcher>(s->req.grammar, grammar_vocabulary(), s->req.stop_token_ids);
   }
   std::lock_guard lock(inbox_mu_);
@@ -140,9 +146,8 @@ bool LLMEngine::has_work() const {
 
 void LLMEngine::wait_for_work(int timeout_ms) const {
   std::unique_lock lock(inbox_mu_);
-  inbox_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
-    return !inbox_.empty() || !aborts_.empty() || !waiting_.empty() || !running_.empty();
-  });
+  inbox_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                     [&] { return !inbox_.empty() || !aborts_.empty() || !waiting_.empty() || !running_.empty(); });
 }
 
 void LLMEngine::drain_inbox() {
@@ -267,7 +272,8 @@ void LLMEngine::emit(Sequence& s, int32_t token) {
 bool LLMEngine::step() {
   drain_inbox();
   if (waiting_.empty() && running_.empty()) {
-    all_.erase(std::remove_if(all_.begin(), all_.end(), [](const auto& q) { return q->done && q->on_event; }), all_.end());
+    all_.erase(std::remove_if(all_.begin(), all_.end(), [](const auto& q) { return q->done && q->on_event; }),
+               all_.end());
     publish_stats(-1);
     return false;
   }
@@ -289,7 +295,8 @@ bool LLMEngine::step() {
     if (chunk <= 0) continue;
     while (!ensure_blocks(*s, s->computed + chunk)) {
       Sequence* victim = running_.back();
-      plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const Planned& p) { return p.seq == victim; }), plan.end());
+      plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const Planned& p) { return p.seq == victim; }),
+                 plan.end());
       preempt(*victim);
       if (victim == s) break;
     }
@@ -331,8 +338,9 @@ bool LLMEngine::step() {
   std::vector<SequenceStep> steps;
   steps.reserve(plan.size());
   for (const auto& p : plan) {
-    steps.push_back(SequenceStep{std::span<const int32_t>(p.seq->tokens.data() + p.seq->computed, static_cast<size_t>(p.chunk)),
-                                 p.seq->computed, p.seq->blocks, false, p.seq->state_slot});
+    steps.push_back(
+        SequenceStep{std::span<const int32_t>(p.seq->tokens.data() + p.seq->computed, static_cast<size_t>(p.chunk)),
+                     p.seq->computed, p.seq->blocks, false, p.seq->state_slot});
   }
   Tensor logits = runner_->forward(steps);
   const int64_t vocab = logits.size(1);
@@ -346,7 +354,8 @@ bool LLMEngine::step() {
     Sequence& s = *plan[i].seq;
     s.computed += plan[i].chunk;
     if (s.done || s.computed < static_cast<int64_t>(s.tokens.size())) continue;
-    const std::span<const float> row(logits.data<float>() + static_cast<int64_t>(i) * vocab, static_cast<size_t>(vocab));
+    const std::span<const float> row(logits.data<float>() + static_cast<int64_t>(i) * vocab,
+                                     static_cast<size_t>(vocab));
     const std::span<const int32_t> prompt(s.tokens.data(), static_cast<size_t>(s.prompt_len));
     const std::span<const int32_t> output(s.tokens.data() + s.prompt_len, static_cast<size_t>(s.generated()));
     int32_t token;
@@ -363,13 +372,15 @@ bool LLMEngine::step() {
     } else {
       token = s.sampler->sample(row, prompt, output);
     }
-    if (s.req.logprobs >= 0 && std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), token) == s.req.stop_token_ids.end())
+    if (s.req.logprobs >= 0 &&
+        std::find(s.req.stop_token_ids.begin(), s.req.stop_token_ids.end(), token) == s.req.stop_token_ids.end())
       s.logprobs.push_back(step_logprobs(row, token, s.req.logprobs));  // of the model's row, before any mask (as vLLM)
     emit(s, token);
   }
 
   // Finished streaming sequences are dropped here, never while the plan above still points at them.
-  all_.erase(std::remove_if(all_.begin(), all_.end(), [](const auto& q) { return q->done && q->on_event; }), all_.end());
+  all_.erase(std::remove_if(all_.begin(), all_.end(), [](const auto& q) { return q->done && q->on_event; }),
+             all_.end());
   publish_stats(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   return true;
 }
@@ -416,7 +427,8 @@ std::optional<RequestOutput> LLMEngine::take_output(uint64_t request_id) {
     if (it->request_id == request_id) {
       RequestOutput o = std::move(*it);
       finished_.erase(it);
-      all_.erase(std::remove_if(all_.begin(), all_.end(), [&](const auto& s) { return s->id == request_id; }), all_.end());
+      all_.erase(std::remove_if(all_.begin(), all_.end(), [&](const auto& s) { return s->id == request_id; }),
+                 all_.end());
       return o;
     }
   }

@@ -3,12 +3,12 @@
 // long prompts are prefilled in chunks under a per-step token budget, and when the paged KV cache
 // runs out of blocks the newest running sequence is preempted and later recomputed (its tokens are
 // kept, so its output does not change). add_request/abort are thread-safe; step() runs on one thread.
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <condition_variable>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,13 +29,13 @@ class TokenVocabulary;
 
 struct EngineConfig {
   int64_t block_size = 16;
-  int64_t num_blocks = 0;                  // 0: derive from kv_cache_bytes
-  size_t kv_cache_bytes = 512ull << 20;    // KV blocks and, for hybrid models, state slots (Note [State memory])
-  int64_t state_slots = 0;                 // hybrid models: 0 = derive (see LLMEngine's constructor)
-  int64_t max_batch = 64;                  // running sequences
-  int64_t max_tokens_per_step = 2048;      // token budget of one step (decode tokens + prefill chunks)
-  int64_t prefill_chunk = 512;             // most prompt tokens of one sequence in one step
-  int64_t max_queue = 1024;                // waiting requests beyond which add_request refuses
+  int64_t num_blocks = 0;                // 0: derive from kv_cache_bytes
+  size_t kv_cache_bytes = 512ull << 20;  // KV blocks and, for hybrid models, state slots (Note [State memory])
+  int64_t state_slots = 0;               // hybrid models: 0 = derive (see LLMEngine's constructor)
+  int64_t max_batch = 64;                // running sequences
+  int64_t max_tokens_per_step = 2048;    // token budget of one step (decode tokens + prefill chunks)
+  int64_t prefill_chunk = 512;           // most prompt tokens of one sequence in one step
+  int64_t max_queue = 1024;              // waiting requests beyond which add_request refuses
   bool graph = false;  // decode steps replay graphs captured at start (Note [Graph capture]); CLI: on unless --eager
 };
 
@@ -43,8 +43,8 @@ struct GenerationRequest {
   std::vector<int32_t> prompt_ids;
   SamplingParams sampling;
   int64_t max_new_tokens = 256;
-  std::vector<std::string> stop;          // stop strings (not included in the text)
-  std::vector<int32_t> stop_token_ids;    // empty: the model's eos ids
+  std::vector<std::string> stop;        // stop strings (not included in the text)
+  std::vector<int32_t> stop_token_ids;  // empty: the model's eos ids
   bool ignore_eos = false;
   bool skip_special_tokens = true;
   // -1: none. 0..kMaxTopLogprobs: each output token's log-probability and this many most likely
@@ -64,8 +64,8 @@ struct RequestOutput;
 // One streaming update: the tokens and text a step added to a request.
 struct StreamEvent {
   uint64_t request_id = 0;
-  int32_t token = -1;        // the token sampled this step (-1 on an abort)
-  std::string text_delta;    // complete UTF-8 text that became safe to show
+  int32_t token = -1;      // the token sampled this step (-1 on an abort)
+  std::string text_delta;  // complete UTF-8 text that became safe to show
   // With GenerationRequest::logprobs: the tokens whose text this event completes (text held back
   // for a multi-byte character or a possible stop string arrives later with its tokens).
   std::vector<StepLogprobs> logprobs;
@@ -94,7 +94,7 @@ struct EngineStats {
   int64_t running = 0, waiting = 0;
   int64_t blocks_used = 0, blocks_free = 0;
   int64_t state_slots_used = 0, state_slots_total = 0;  // hybrid models (Note [State memory])
-  size_t kv_cache_bytes = 0, state_bytes = 0;          // what the cache holds, the state pool included
+  size_t kv_cache_bytes = 0, state_bytes = 0;           // what the cache holds, the state pool included
   int64_t preemptions = 0;
   int64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   int64_t steps = 0;

@@ -17,10 +17,14 @@ std::optional<PrecisionChoice> parse_precision_choice(std::string_view s) {
 
 MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint) {
   switch (choice) {
-    case PrecisionChoice::F32: return MatmulPrecision::F32;
-    case PrecisionChoice::Bf16: return MatmulPrecision::Bf16;
-    case PrecisionChoice::Quantized: return MatmulPrecision::Quantized;
-    case PrecisionChoice::Auto: break;
+    case PrecisionChoice::F32:
+      return MatmulPrecision::F32;
+    case PrecisionChoice::Bf16:
+      return MatmulPrecision::Bf16;
+    case PrecisionChoice::Quantized:
+      return MatmulPrecision::Quantized;
+    case PrecisionChoice::Auto:
+      break;
   }
   if (quantized_checkpoint) return MatmulPrecision::Quantized;
   return checkpoint_dtype == DType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::F32;
@@ -43,7 +47,8 @@ LoadedModel load_model(const ModelDirectory& dir, const std::string& vendor, con
   m.weights = std::make_unique<WeightStore>(dir);
   m.device.vendor = vendor;
   m.device.registry = &builtin_registry();  // the vendors compiled into this build
-  m.device.matmul_precision = resolve_precision(precision, m.weights->dominant_dtype(), m.weights->quant_config().quantized());
+  m.device.matmul_precision =
+      resolve_precision(precision, m.weights->dominant_dtype(), m.weights->quant_config().quantized());
   m.model = build_model(m.config, *m.weights, m.device, progress);
   m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

@@ -2,8 +2,8 @@
 // A Hugging Face model directory opened for inference: config, memory-mapped weights, the built model.
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "backends/ops_backend.h"
 #include "io/hf_config.h"

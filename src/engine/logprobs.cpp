@@ -12,7 +12,9 @@ StepLogprobs step_logprobs(std::span<const float> logits, int32_t chosen, int to
   double sum = 0.0;
   for (float v : logits) sum += std::exp(static_cast<double>(v) - max);
   const double log_z = static_cast<double>(max) + std::log(sum);
-  auto logprob = [&](int32_t id) { return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)]) - log_z); };
+  auto logprob = [&](int32_t id) {
+    return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)]) - log_z);
+  };
 
   StepLogprobs out;
   out.chosen = {chosen, logprob(chosen)};

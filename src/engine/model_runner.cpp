@@ -33,8 +33,10 @@ void validate_sequence_step(const ModelConfig& c, const KvCache& cache, const Se
     throw InvalidArgumentError("block table of " + std::to_string(s.block_table.size()) + " blocks cannot hold " +
                                std::to_string(total) + " tokens");
   if (cache.has_state() && (s.state_slot < 0 || s.state_slot >= cache.state_slots().num_total()))
-    throw InvalidArgumentError("sequence has state slot " + std::to_string(s.state_slot) + "; this model's linear-attention "
-                               "layers need one of the cache's " + std::to_string(cache.state_slots().num_total()) + " slots");
+    throw InvalidArgumentError("sequence has state slot " + std::to_string(s.state_slot) +
+                               "; this model's linear-attention "
+                               "layers need one of the cache's " +
+                               std::to_string(cache.state_slots().num_total()) + " slots");
   for (int32_t id : s.tokens)
     if (id < 0 || id >= c.vocab_size)
       throw InvalidArgumentError("token id " + std::to_string(id) + " is outside the vocabulary [0, " +

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "io/safetensors.h"
 #include "io/model_directory.h"
+#include "io/safetensors.h"
 
 namespace opchain {
 
@@ -22,7 +22,9 @@ using nlohmann::json;
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& t) { return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0; }
+bool ends_with(const std::string& s, const std::string& t) {
+  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
 bool starts_with(const std::string& s, const std::string& t) { return s.rfind(t, 0) == 0; }
 bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
@@ -30,14 +32,16 @@ bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DTyp
 bool is_linear_weight(const TensorDecl& t) {
   const std::string& n = t.name;
   if (t.shape.ndim != 2 || !ends_with(n, ".weight") || !is_float(t.dtype)) return false;
-  if (starts_with(n, "mtp.") || starts_with(n, "model.visual.") || n.find("embed_tokens") != std::string::npos) return false;
+  if (starts_with(n, "mtp.") || starts_with(n, "model.visual.") || n.find("embed_tokens") != std::string::npos)
+    return false;
   return n.find("norm") == std::string::npos;
 }
 
 // Left dense: the vocabulary projection (unless asked, as GPTQModel's lm_head option does) and the tiny MoE
 // routing layers, as the published recipes leave them (their errors move every token's expert choice).
 bool kept_dense(const std::string& module, const QuantFormatOptions& o) {
-  return (module == "lm_head" && !o.lm_head) || ends_with(module, ".mlp.gate") || ends_with(module, ".shared_expert_gate");
+  return (module == "lm_head" && !o.lm_head) || ends_with(module, ".mlp.gate") ||
+         ends_with(module, ".shared_expert_gate");
 }
 
 // One layer of the output: a linear layer quantised from rows [row0, row0 + out) of expert `expert`
@@ -54,7 +58,8 @@ struct Item {
 // name order (experts.0.down_proj, experts.0.gate_proj, ...), and a generated source is costly.
 class SourceCache {
  public:
-  SourceCache(const std::map<std::string, TensorDecl>& decls, const SourceTensorFn& fetch) : decls_(decls), fetch_(fetch) {}
+  SourceCache(const std::map<std::string, TensorDecl>& decls, const SourceTensorFn& fetch)
+      : decls_(decls), fetch_(fetch) {}
   const std::vector<float>& get(const std::string& name) {
     for (auto it = cache_.begin(); it != cache_.end(); ++it)
       if (it->first == name) {
@@ -77,15 +82,17 @@ class SourceCache {
 
 }  // namespace
 
-QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source, const SourceTensorFn& fetch,
-                                         const QuantFormatOptions& o, size_t max_shard_bytes) {
+QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source,
+                                         const SourceTensorFn& fetch, const QuantFormatOptions& o,
+                                         size_t max_shard_bytes) {
   QuantizedWeights result;
   std::map<std::string, TensorDecl> by_name;
   for (const auto& t : source) by_name[t.name] = t;
   std::vector<Item> items;
   std::vector<TensorDecl> outputs;
   std::map<std::string, std::pair<size_t, size_t>> produced_by;  // output name -> (item, index), quantised outputs only
-  auto add_linear = [&](const std::string& module, const std::string& src, int64_t expert, int64_t row0, int64_t out, int64_t in) {
+  auto add_linear = [&](const std::string& module, const std::string& src, int64_t expert, int64_t row0, int64_t out,
+                        int64_t in) {
     Item it{src, expert, row0, out, in, false, 0, {}};
     it.outputs = quantized_linear_decls(o, module, out, in);
     for (size_t i = 0; i < it.outputs.size(); ++i) {
@@ -95,7 +102,8 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
     items.push_back(std::move(it));
     ++result.quantized_layers;
   };
-  std::map<std::string, std::pair<std::string, std::pair<int64_t, int64_t>>> dense_slices;  // per-expert dense layers from fused tensors
+  std::map<std::string, std::pair<std::string, std::pair<int64_t, int64_t>>>
+      dense_slices;  // per-expert dense layers from fused tensors
 
   for (const auto& t : source) {
     const std::string& n = t.name;
@@ -114,11 +122,14 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
         result.quantized_layers += experts * (fused_gate_up ? 2 : 1);
         continue;
       }
-      const std::string prefix = n.substr(0, n.size() - (fused_gate_up ? std::string("gate_up_proj") : std::string("down_proj")).size());
+      const std::string prefix =
+          n.substr(0, n.size() - (fused_gate_up ? std::string("gate_up_proj") : std::string("down_proj")).size());
       for (int64_t e = 0; e < experts; ++e) {
         std::vector<std::pair<std::string, int64_t>> parts;  // module, first row
-        if (fused_gate_up) parts = {{prefix + std::to_string(e) + ".gate_proj", 0}, {prefix + std::to_string(e) + ".up_proj", rows / 2}};
-        else parts = {{prefix + std::to_string(e) + ".down_proj", 0}};
+        if (fused_gate_up)
+          parts = {{prefix + std::to_string(e) + ".gate_proj", 0}, {prefix + std::to_string(e) + ".up_proj", rows / 2}};
+        else
+          parts = {{prefix + std::to_string(e) + ".down_proj", 0}};
         const int64_t out = fused_gate_up ? rows / 2 : rows;
         for (const auto& [module, row0] : parts) {
           if (format_holds(o, out, cols, nullptr)) {
@@ -149,47 +160,48 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
   size_t cached_item = SIZE_MAX;
   [[maybe_unused]] int quantised_since_trim = 0;
   std::vector<Tensor> cached;
-  result.written = write_sharded_safetensors(out_dir, outputs, max_shard_bytes, [&](const TensorDecl& d, SafetensorsWriter& w) {
-    auto q = produced_by.find(d.name);
-    if (q == produced_by.end()) {
-      auto slice = dense_slices.find(d.name);
-      if (slice == dense_slices.end()) {  // copied as it is
-        const Tensor t = fetch(d);
-        w.write(t.raw(), t.nbytes());
-        return;
-      }
-      const TensorDecl& src = by_name.at(slice->second.first);
-      const Tensor t = fetch(src);
-      const int64_t rows = src.shape[1], cols = src.shape[2];
-      const auto [e, row0] = slice->second.second;
-      const size_t es = dtype_size(src.dtype);
-      w.write(static_cast<const char*>(t.raw()) + static_cast<size_t>((e * rows + row0) * cols) * es, d.nbytes());
-      return;
-    }
-    const auto [item_index, part] = q->second;
-    if (item_index != cached_item) {
-      const Item& it = items[item_index];
-      const std::vector<float>& src = cache.get(it.source);
-      if (it.fused) {
-        cached = quantize_fused_experts(o, src.data(), it.experts, it.out, it.in);
-      } else {
-        const int64_t rows_per_expert = it.expert < 0 ? 0 : by_name.at(it.source).shape[1];
-        const float* w0 = src.data() + (it.expert < 0 ? 0 : it.expert * rows_per_expert * it.in) + it.row0 * it.in;
-        cached = quantize_linear(o, w0, it.out, it.in);
-      }
-      cached_item = item_index;
+  result.written =
+      write_sharded_safetensors(out_dir, outputs, max_shard_bytes, [&](const TensorDecl& d, SafetensorsWriter& w) {
+        auto q = produced_by.find(d.name);
+        if (q == produced_by.end()) {
+          auto slice = dense_slices.find(d.name);
+          if (slice == dense_slices.end()) {  // copied as it is
+            const Tensor t = fetch(d);
+            w.write(t.raw(), t.nbytes());
+            return;
+          }
+          const TensorDecl& src = by_name.at(slice->second.first);
+          const Tensor t = fetch(src);
+          const int64_t rows = src.shape[1], cols = src.shape[2];
+          const auto [e, row0] = slice->second.second;
+          const size_t es = dtype_size(src.dtype);
+          w.write(static_cast<const char*>(t.raw()) + static_cast<size_t>((e * rows + row0) * cols) * es, d.nbytes());
+          return;
+        }
+        const auto [item_index, part] = q->second;
+        if (item_index != cached_item) {
+          const Item& it = items[item_index];
+          const std::vector<float>& src = cache.get(it.source);
+          if (it.fused) {
+            cached = quantize_fused_experts(o, src.data(), it.experts, it.out, it.in);
+          } else {
+            const int64_t rows_per_expert = it.expert < 0 ? 0 : by_name.at(it.source).shape[1];
+            const float* w0 = src.data() + (it.expert < 0 ? 0 : it.expert * rows_per_expert * it.in) + it.row0 * it.in;
+            cached = quantize_linear(o, w0, it.out, it.in);
+          }
+          cached_item = item_index;
 #if defined(__GLIBC__)
-      // Thousands of layers of a few MB each: glibc keeps the freed blocks in its heap (its mmap threshold
-      // rises after the first large free), and a 30B model then grows past the machine's memory. Give
-      // them back every so often.
-      if (++quantised_since_trim == 64) {
-        ::malloc_trim(0);
-        quantised_since_trim = 0;
-      }
+          // Thousands of layers of a few MB each: glibc keeps the freed blocks in its heap (its mmap threshold
+          // rises after the first large free), and a 30B model then grows past the machine's memory. Give
+          // them back every so often.
+          if (++quantised_since_trim == 64) {
+            ::malloc_trim(0);
+            quantised_since_trim = 0;
+          }
 #endif
-    }
-    w.write(cached[part].raw(), cached[part].nbytes());
-  });
+        }
+        w.write(cached[part].raw(), cached[part].nbytes());
+      });
   result.quantization_config = quantization_config_json(o, result.dense_modules);
   return result;
 }
@@ -198,11 +210,14 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
   const fs::path src(opts.model_dir), dst(opts.out_dir);
   std::error_code ec;
-  if (fs::equivalent(src, dst, ec)) throw InvalidArgumentError("--out must differ from --model (" + opts.out_dir + "): the source is read while the copy is written");
+  if (fs::equivalent(src, dst, ec))
+    throw InvalidArgumentError("--out must differ from --model (" + opts.out_dir +
+                               "): the source is read while the copy is written");
   const ModelDirectory model = ModelDirectory::read(opts.model_dir);
   const WeightStore store(model);
   if (store.quant_config().quantized())
-    throw InvalidArgumentError(opts.model_dir + " is already quantised (" + quant_method_name(store.quant_config().method) +
+    throw InvalidArgumentError(opts.model_dir + " is already quantised (" +
+                               quant_method_name(store.quant_config().method) +
                                "); quantize reads a dense f32, bf16 or f16 model");
   if (!model.config.exists()) throw FormatError("no " + std::string(model_file::kConfig) + " in " + opts.model_dir);
   json config;
@@ -213,8 +228,10 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
   }
 
   fs::create_directories(dst, ec);
-  if (ec || !fs::is_directory(dst)) throw InvalidArgumentError("cannot create output directory " + opts.out_dir + ": " + ec.message());
-  static const std::regex weight_file(R"(model\.safetensors|model\.safetensors\.index\.json|model-\d+-of-\d+\.safetensors)");
+  if (ec || !fs::is_directory(dst))
+    throw InvalidArgumentError("cannot create output directory " + opts.out_dir + ": " + ec.message());
+  static const std::regex weight_file(
+      R"(model\.safetensors|model\.safetensors\.index\.json|model-\d+-of-\d+\.safetensors)");
   for (const auto& entry : fs::directory_iterator(dst))
     if (std::regex_match(entry.path().filename().string(), weight_file)) fs::remove(entry.path());
 
@@ -224,8 +241,9 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
     decls.push_back({name, e.dtype, e.shape, e.file_dims});
   }
   QuantizeModelResult r;
-  r.weights = write_quantized_weights(opts.out_dir, decls, [&](const TensorDecl& d) { return store.get_bytes(d.name); }, opts.format,
-                                      opts.max_shard_bytes);
+  r.weights = write_quantized_weights(
+      opts.out_dir, decls, [&](const TensorDecl& d) { return store.get_bytes(d.name); }, opts.format,
+      opts.max_shard_bytes);
   config["quantization_config"] = r.weights.quantization_config;
   {
     std::ofstream out(dst / model_file::kConfig);
@@ -234,7 +252,9 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
   }
   for (const auto& entry : fs::directory_iterator(src)) {
     const std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || name == model_file::kConfig || std::regex_match(name, weight_file) || ends_with(name, ".safetensors")) continue;
+    if (!entry.is_regular_file() || name == model_file::kConfig || std::regex_match(name, weight_file) ||
+        ends_with(name, ".safetensors"))
+      continue;
     fs::copy_file(entry.path(), dst / name, fs::copy_options::overwrite_existing);
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

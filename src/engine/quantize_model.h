@@ -28,8 +28,9 @@ struct QuantizedWeights {
 // write_sharded_safetensors). Fused expert tensors (Qwen3.5's experts.gate_up_proj / down_proj) stay
 // fused in fp8-block, as transformers holds them, and are split into per-expert layers for the other
 // formats, whose producers quantise per-expert linear modules.
-QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source, const SourceTensorFn& fetch,
-                                         const QuantFormatOptions& format, size_t max_shard_bytes);
+QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source,
+                                         const SourceTensorFn& fetch, const QuantFormatOptions& format,
+                                         size_t max_shard_bytes);
 
 struct QuantizeModelOptions {
   std::string model_dir, out_dir;

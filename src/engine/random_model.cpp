@@ -94,7 +94,7 @@ struct HybridShape {
   int64_t hidden, heads, kv_heads, head_dim;
   int64_t lin_k_heads, lin_v_heads, lin_head_dim;
   int64_t experts, top_k, moe_inter, shared_inter;  // experts 0: dense Qwen3.5
-  int64_t inter;                                     // dense MLP (Qwen3.5 dense, Qwen3-Next's dense layers)
+  int64_t inter;                                    // dense MLP (Qwen3.5 dense, Qwen3-Next's dense layers)
 };
 
 // The hybrid decoders' text configs as their hub checkpoints carry them (Qwen3-Next-80B-A3B; the text
@@ -249,7 +249,8 @@ Init init_for(const TensorDecl& t, int64_t layers, bool zero_centered_norms) {
   if (ends_with(n, ".A_log")) return {true, 0.0f, 0};
   if (ends_with(n, ".dt_bias")) return {true, 1.0f, 0};
   if (n == "model.embed_tokens.weight") return {false, 0, 0.02f};
-  if (ends_with(n, "conv1d.weight")) return {false, 0, static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.shape[-1])))};
+  if (ends_with(n, "conv1d.weight"))
+    return {false, 0, static_cast<float>(1.0 / std::sqrt(static_cast<double>(t.shape[-1])))};
   const double fan_in = static_cast<double>(t.shape.ndim >= 2 ? t.shape[-1] : 1);
   double std = 1.0 / std::sqrt(fan_in);
   if (ends_with(n, "o_proj.weight") || ends_with(n, "down_proj.weight") || ends_with(n, "experts.down_proj") ||
@@ -371,7 +372,8 @@ class TensorGenerator {
     ThreadPool::global().parallel_for((n + kChunk - 1) / kChunk, [&](int, int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         const int64_t begin = c * kChunk, end = std::min<int64_t>(n, begin + kChunk);
-        generate(t.dtype, init, tensor_seed + static_cast<uint64_t>(c) * 0x9e3779b97f4a7c15ull, out.data<char>() + begin * esize, end - begin);
+        generate(t.dtype, init, tensor_seed + static_cast<uint64_t>(c) * 0x9e3779b97f4a7c15ull,
+                 out.data<char>() + begin * esize, end - begin);
       }
     });
     return out;
@@ -391,7 +393,8 @@ class TensorGenerator {
         for (int64_t c = c0; c < c1; ++c) {
           const int64_t begin = c * kChunk, end = std::min<int64_t>(block_n, begin + kChunk);
           const uint64_t chunk_id = static_cast<uint64_t>((block_begin + begin) / kChunk);
-          generate(t.dtype, init, tensor_seed + chunk_id * 0x9e3779b97f4a7c15ull, buffer_.data() + begin * esize, end - begin);
+          generate(t.dtype, init, tensor_seed + chunk_id * 0x9e3779b97f4a7c15ull, buffer_.data() + begin * esize,
+                   end - begin);
         }
       });
       w.write(buffer_.data(), static_cast<size_t>(block_n) * esize);
@@ -406,12 +409,14 @@ class TensorGenerator {
     Xoshiro256pp rng(seed);
     if (dt == DType::BF16) {
       auto* o = reinterpret_cast<uint16_t*>(out);
-      if (init.is_constant) std::fill(o, o + n, f32_to_bf16(init.constant));
+      if (init.is_constant)
+        std::fill(o, o + n, f32_to_bf16(init.constant));
       else
         for (int64_t i = 0; i < n; ++i) o[i] = f32_to_bf16(approx_normal(rng.next()) * init.std);
     } else {
       auto* o = reinterpret_cast<float*>(out);
-      if (init.is_constant) std::fill(o, o + n, init.constant);
+      if (init.is_constant)
+        std::fill(o, o + n, init.constant);
       else
         for (int64_t i = 0; i < n; ++i) o[i] = approx_normal(rng.next()) * init.std;
     }
@@ -454,29 +459,37 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   if (o.dtype != DType::BF16 && o.dtype != DType::F32)
     throw InvalidArgumentError("random models are bf16 or f32, not " + std::string(dtype_name(o.dtype)));
   if (o.layers < 0) throw InvalidArgumentError("layer count must be positive, got " + std::to_string(o.layers));
-  if (o.vocab_size < 0) throw InvalidArgumentError("vocabulary size must be positive, got " + std::to_string(o.vocab_size));
+  if (o.vocab_size < 0)
+    throw InvalidArgumentError("vocabulary size must be positive, got " + std::to_string(o.vocab_size));
   const std::string config_text = random_model_config_json(o.preset, o.layers, o.dtype, o.vocab_size);
   const ModelConfig config = parse_model_config(config_text, "preset " + o.preset);
 
   const fs::path dir(o.out_dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw InvalidArgumentError("cannot create output directory " + o.out_dir + ": " + ec.message());
+  if (ec || !fs::is_directory(dir))
+    throw InvalidArgumentError("cannot create output directory " + o.out_dir + ": " + ec.message());
   fs::path tok_json, tok_config;
   if (!o.tokenizer_dir.empty()) {
     tok_json = fs::path(o.tokenizer_dir) / model_file::kTokenizer;
     tok_config = fs::path(o.tokenizer_dir) / model_file::kTokenizerConfig;
     for (const auto& f : {tok_json, tok_config})
-      if (!fs::is_regular_file(f)) throw InvalidArgumentError("tokenizer directory " + o.tokenizer_dir + " has no " + f.filename().string());
+      if (!fs::is_regular_file(f))
+        throw InvalidArgumentError("tokenizer directory " + o.tokenizer_dir + " has no " + f.filename().string());
   }
   static const std::regex stale(R"(model\.safetensors|model\.safetensors\.index\.json|model-\d+-of-\d+\.safetensors)");
   for (const auto& entry : fs::directory_iterator(dir))
     if (std::regex_match(entry.path().filename().string(), stale)) fs::remove(entry.path());
 
   write_json_file(dir / model_file::kConfig, json::parse(config_text));
-  json gen = {{"bos_token_id", kQwenBos},      {"do_sample", true}, {"eos_token_id", {kQwenEos, kQwenBos}},
-              {"pad_token_id", kQwenBos},      {"temperature", 0.6}, {"top_k", 20},
-              {"top_p", 0.95},                 {"transformers_version", "4.51.0"}};
+  json gen = {{"bos_token_id", kQwenBos},
+              {"do_sample", true},
+              {"eos_token_id", {kQwenEos, kQwenBos}},
+              {"pad_token_id", kQwenBos},
+              {"temperature", 0.6},
+              {"top_k", 20},
+              {"top_p", 0.95},
+              {"transformers_version", "4.51.0"}};
   write_json_file(dir / model_file::kGenerationConfig, gen);
   if (!o.tokenizer_dir.empty()) {
     fs::copy_file(tok_json, dir / model_file::kTokenizer, fs::copy_options::overwrite_existing);
@@ -490,7 +503,8 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
   const int64_t layers = config.num_hidden_layers;
   if (o.quantize) {
     const QuantizedWeights q = write_quantized_weights(
-        o.out_dir, tensors, [&](const TensorDecl& t) { return gen_weights.make(t, init_for(t, layers, config.zero_centered_norms)); },
+        o.out_dir, tensors,
+        [&](const TensorDecl& t) { return gen_weights.make(t, init_for(t, layers, config.zero_centered_norms)); },
         *o.quantize, o.max_shard_bytes);
     json c = json::parse(config_text);
     c["quantization_config"] = q.quantization_config;
@@ -500,11 +514,10 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
     result.quantized_layers = q.quantized_layers;
     result.dense_layers = static_cast<int64_t>(q.dense_modules.size());
   } else {
-    const ShardedWriteResult written =
-        write_sharded_safetensors(o.out_dir, std::move(tensors), o.max_shard_bytes,
-                                  [&](const TensorDecl& t, SafetensorsWriter& w) {
-                                    gen_weights.fill(t, init_for(t, layers, config.zero_centered_norms), w);
-                                  });
+    const ShardedWriteResult written = write_sharded_safetensors(
+        o.out_dir, std::move(tensors), o.max_shard_bytes, [&](const TensorDecl& t, SafetensorsWriter& w) {
+          gen_weights.fill(t, init_for(t, layers, config.zero_centered_norms), w);
+        });
     result.weight_files = written.files;
     result.weight_bytes = written.total_bytes;
   }

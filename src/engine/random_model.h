@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
 #include <optional>
+#include "core/dtype.h"
 
 #include "io/quant_writer.h"
 #include "io/safetensors_writer.h"
@@ -19,13 +19,13 @@ const std::vector<std::string>& random_model_presets();
 
 struct RandomModelOptions {
   std::string preset;
-  int64_t layers = 0;          // 0: the preset's full depth
-  DType dtype = DType::BF16;   // bf16 or f32, for every tensor
+  int64_t layers = 0;         // 0: the preset's full depth
+  DType dtype = DType::BF16;  // bf16 or f32, for every tensor
   uint64_t seed = 0;
-  std::string out_dir;         // created when missing
-  std::string tokenizer_dir;   // tokenizer.json and tokenizer_config.json are copied from here; empty: none
+  std::string out_dir;        // created when missing
+  std::string tokenizer_dir;  // tokenizer.json and tokenizer_config.json are copied from here; empty: none
   size_t max_shard_bytes = size_t{4096} << 20;  // 0: always a single model.safetensors
-  int64_t vocab_size = 0;      // overrides the preset's vocabulary (small test models); 0: keep it
+  int64_t vocab_size = 0;                       // overrides the preset's vocabulary (small test models); 0: keep it
   // Written straight into this quantised format (engine/quantize_model.h), so a large preset's dense copy
   // never has to exist: the same weights `opchain quantize` would make of the dense model.
   std::optional<QuantFormatOptions> quantize;

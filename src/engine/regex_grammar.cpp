@@ -76,9 +76,12 @@ class RegexParser {
 
   Seq quantified(const Seq& item) {
     int64_t min = 1, max = 1;
-    if (peek('?')) min = 0, ++pos_;
-    else if (peek('*')) min = 0, max = -1, ++pos_;
-    else if (peek('+')) max = -1, ++pos_;
+    if (peek('?'))
+      min = 0, ++pos_;
+    else if (peek('*'))
+      min = 0, max = -1, ++pos_;
+    else if (peek('+'))
+      max = -1, ++pos_;
     else if (peek('{')) {
       ++pos_;
       min = max = number();
@@ -112,8 +115,10 @@ class RegexParser {
     if (c == '(') {
       ++pos_;
       if (peek('?')) {
-        if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':') pos_ += 2;
-        else fail("lookaround, named groups and inline flags are not supported");
+        if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':')
+          pos_ += 2;
+        else
+          fail("lookaround, named groups and inline flags are not supported");
       }
       const int32_t r = alternation();
       if (!peek(')')) fail("expected ')'");
@@ -142,8 +147,10 @@ class RegexParser {
   }
 
   static void add_char(CharSet& s, const std::string& ch) {
-    if (ch.size() == 1) s.ascii.set(static_cast<uint8_t>(ch[0]));
-    else s.non_ascii.push_back(ch);
+    if (ch.size() == 1)
+      s.ascii.set(static_cast<uint8_t>(ch[0]));
+    else
+      s.non_ascii.push_back(ch);
   }
 
   // After a backslash: a class shorthand or an escaped character. Returns true for a shorthand.
@@ -153,21 +160,34 @@ class RegexParser {
     const char e = p_[pos_++];
     std::bitset<128> cls;
     switch (e) {
-      case 'd': case 'D':
+      case 'd':
+      case 'D':
         for (char x = '0'; x <= '9'; ++x) cls.set(static_cast<size_t>(x));
         break;
-      case 'w': case 'W':
+      case 'w':
+      case 'W':
         for (int x = 0; x < 128; ++x)
           if (std::isalnum(x) || x == '_') cls.set(static_cast<size_t>(x));
         break;
-      case 's': case 'S':
+      case 's':
+      case 'S':
         for (char x : std::string(" \t\n\r\f\v")) cls.set(static_cast<size_t>(x));
         break;
-      case 'n': s.ascii.set('\n'); return false;
-      case 't': s.ascii.set('\t'); return false;
-      case 'r': s.ascii.set('\r'); return false;
-      case 'f': s.ascii.set('\f'); return false;
-      case 'v': s.ascii.set('\v'); return false;
+      case 'n':
+        s.ascii.set('\n');
+        return false;
+      case 't':
+        s.ascii.set('\t');
+        return false;
+      case 'r':
+        s.ascii.set('\r');
+        return false;
+      case 'f':
+        s.ascii.set('\f');
+        return false;
+      case 'v':
+        s.ascii.set('\v');
+        return false;
       default:
         if (std::isalnum(static_cast<unsigned char>(e)) || static_cast<unsigned char>(e) >= 0x80) {
           --pos_;
@@ -250,13 +270,27 @@ class RegexParser {
       }
       std::string enc;
       switch (c) {
-        case '"': enc = "\\\""; break;
-        case '\\': enc = "\\\\"; break;
-        case '\n': enc = "\\n"; break;
-        case '\t': enc = "\\t"; break;
-        case '\r': enc = "\\r"; break;
-        case '\b': enc = "\\b"; break;
-        case '\f': enc = "\\f"; break;
+        case '"':
+          enc = "\\\"";
+          break;
+        case '\\':
+          enc = "\\\\";
+          break;
+        case '\n':
+          enc = "\\n";
+          break;
+        case '\t':
+          enc = "\\t";
+          break;
+        case '\r':
+          enc = "\\r";
+          break;
+        case '\b':
+          enc = "\\b";
+          break;
+        case '\f':
+          enc = "\\f";
+          break;
         default: {
           static const char* hex = "0123456789abcdef";
           enc = std::string("\\u00") + hex[c >> 4] + hex[c & 15];

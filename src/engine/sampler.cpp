@@ -30,8 +30,7 @@ std::string num(double v) {
 }
 
 [[noreturn]] void bad_param(const char* field, const std::string& rule, double got) {
-  throw InvalidArgumentError(std::string("SamplingParams.") + field + " must be " + rule + ", got " +
-                             num(got));
+  throw InvalidArgumentError(std::string("SamplingParams.") + field + " must be " + rule + ", got " + num(got));
 }
 
 // Orders candidates by weight descending, then id ascending: a strict total order, so the kept set
@@ -75,7 +74,8 @@ SamplingParams SamplingParams::from_generation_config(const nlohmann::json& gen_
       throw FormatError(std::string("generation_config: \"") + key + "\" must be a number, got " + v->type_name());
     // Sampling parameters are floats: a larger value has no float and converting it is undefined.
     if (!(std::abs(v->get<double>()) <= std::numeric_limits<float>::max()))
-      throw FormatError(std::string("generation_config: \"") + key + "\" is out of range, got " + num(v->get<double>()));
+      throw FormatError(std::string("generation_config: \"") + key + "\" is out of range, got " +
+                        num(v->get<double>()));
     return v->get<double>();
   };
 
@@ -276,7 +276,8 @@ void apply_token_mask(std::span<float> logits, std::span<const uint64_t> allowed
     const uint64_t bits = base / 64 < allowed.size() ? allowed[base / 64] : 0;
     if (bits == ~uint64_t{0}) continue;
     if (bits == 0) {
-      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(base), logits.begin() + static_cast<std::ptrdiff_t>(end), kNegInf);
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(base), logits.begin() + static_cast<std::ptrdiff_t>(end),
+                kNegInf);
       continue;
     }
     for (size_t i = base; i < end; ++i)

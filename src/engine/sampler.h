@@ -85,12 +85,12 @@ class Sampler {
   SamplingParams params_;
   std::mt19937_64 rng_;
   // Scratch reused across calls so that a decode step does not allocate once capacities settle.
-  std::vector<float> scratch_;      // penalised logits, then (dense mode) weights
-  std::vector<Candidate> cands_;    // sparse mode: the kept candidates
-  std::vector<float> heap_;         // top-k selection
+  std::vector<float> scratch_;    // penalised logits, then (dense mode) weights
+  std::vector<Candidate> cands_;  // sparse mode: the kept candidates
+  std::vector<float> heap_;       // top-k selection
   bool dense_ = false;
-  double total_ = 0.0;              // sum of the kept weights
-  std::vector<double> mass_;        // top-p histogram of dense weights by float exponent
+  double total_ = 0.0;                // sum of the kept weights
+  std::vector<double> mass_;          // top-p histogram of dense weights by float exponent
   std::vector<uint32_t> seen_epoch_;  // dedups ids for the repetition penalty without clearing
   uint32_t epoch_ = 0;
   std::vector<int32_t> counts_;  // all zero between calls

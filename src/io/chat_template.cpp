@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "io/jinja.h"
 #include "io/input_errors.h"
+#include "io/jinja.h"
 #include "io/json_input.h"
 #include "io/model_directory.h"
 
@@ -34,15 +34,14 @@ std::optional<std::string> template_from_config(const nlohmann::json& config, co
   if (it->is_array()) {
     std::string names;
     for (const auto& entry : *it) {
-      if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
-          !entry["name"].is_string() || !entry["template"].is_string()) {
+      if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") || !entry["name"].is_string() ||
+          !entry["template"].is_string()) {
         throw FormatError(path + ": chat_template list entries must be {name, template} strings");
       }
       if (entry["name"] == "default") return entry["template"].get<std::string>();
       names += (names.empty() ? "" : ", ") + entry["name"].get<std::string>();
     }
-    throw FormatError(path + ": has several chat templates (" + names +
-                      ") and none is named 'default'");
+    throw FormatError(path + ": has several chat templates (" + names + ") and none is named 'default'");
   }
   throw FormatError(path + ": chat_template must be a string or a list of {name, template}");
 }
@@ -138,7 +137,8 @@ std::string ChatTemplate::render_impl(const Json& messages, const Json& tools, b
                                std::string(extra_kwargs.type_name()));
   }
   // The context below copies these values, and copying recurses once per level (Note [JSON nesting]).
-  for (const auto& [name, value] : {std::pair<const char*, const Json*>{"messages", &messages}, {"tools", &tools},
+  for (const auto& [name, value] : {std::pair<const char*, const Json*>{"messages", &messages},
+                                    {"tools", &tools},
                                     {"extra kwargs", &extra_kwargs}}) {
     if (json_nests_deeper_than(*value, kMaxJsonNesting)) {
       throw InvalidArgumentError(std::string("chat template: ") + name + " nest deeper than " +
@@ -176,8 +176,7 @@ std::string ChatTemplate::render(const nlohmann::json& messages, const nlohmann:
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                 bool add_generation_prompt,
-                                 const nlohmann::ordered_json& extra_kwargs) const {
+                                 bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs) const {
   return render_impl(messages, tools, add_generation_prompt, extra_kwargs);
 }
 

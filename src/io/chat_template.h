@@ -33,8 +33,7 @@ class ChatTemplate {
 
   // An empty bos/eos token is left out of the context (transformers omits tokens that are None),
   // so `bos_token is defined` behaves as it does for the reference.
-  static ChatTemplate from_string(std::string source, std::string bos_token = "",
-                                  std::string eos_token = "");
+  static ChatTemplate from_string(std::string source, std::string bos_token = "", std::string eos_token = "");
 
   // messages: JSON array of {role, content, tool_calls?, reasoning_content?, ...}.
   // tools: JSON array, or null for "no tools" (the template sees None).
@@ -48,11 +47,10 @@ class ChatTemplate {
   // Key order: Python dicts keep insertion order and `tojson` prints it. nlohmann::json sorts
   // object keys, so pass nlohmann::ordered_json (parsed with ordered_json::parse) when tool
   // schemas or tool-call arguments must print in their original order.
-  std::string render(const nlohmann::json& messages, const nlohmann::json& tools,
-                     bool add_generation_prompt, const nlohmann::json& extra_kwargs) const;
+  std::string render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
+                     const nlohmann::json& extra_kwargs) const;
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                     bool add_generation_prompt,
-                     const nlohmann::ordered_json& extra_kwargs) const;
+                     bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs) const;
 
   const std::string& source() const noexcept { return source_; }
   const std::string& bos_token() const noexcept { return bos_token_; }

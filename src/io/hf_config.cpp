@@ -16,11 +16,11 @@ namespace opchain {
 using nlohmann::json;
 
 const std::vector<std::string>& supported_architectures() {
-  static const std::vector<std::string> archs = {
-      "Qwen3MoeForCausalLM",   "Qwen3ForCausalLM",   "Qwen2ForCausalLM",
-      "LlamaForCausalLM",      "Qwen2MoeForCausalLM", "Qwen3NextForCausalLM",
-      "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLM",
-      "Qwen3_5ForConditionalGeneration"};
+  static const std::vector<std::string> archs = {"Qwen3MoeForCausalLM",   "Qwen3ForCausalLM",
+                                                 "Qwen2ForCausalLM",      "LlamaForCausalLM",
+                                                 "Qwen2MoeForCausalLM",   "Qwen3NextForCausalLM",
+                                                 "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                                                 "Qwen3_5ForCausalLM",    "Qwen3_5ForConditionalGeneration"};
   return archs;
 }
 
@@ -37,27 +37,39 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source) {
   if (rs.is_null()) return r;
   if (!rs.is_object()) throw FormatError(source + ": field 'rope_scaling' must be an object or null");
   std::string type;
-  if (rs.contains("rope_type") && rs["rope_type"].is_string()) type = rs["rope_type"];
-  else if (rs.contains("type") && rs["type"].is_string()) type = rs["type"];
+  if (rs.contains("rope_type") && rs["rope_type"].is_string())
+    type = rs["rope_type"];
+  else if (rs.contains("type") && rs["type"].is_string())
+    type = rs["type"];
   Reader rd{rs, source};
   r.factor = rd.opt_num("factor", 1.0);
-  if (type == "default" || type.empty()) r.type = RopeScalingType::None;
-  else if (type == "linear") r.type = RopeScalingType::Linear;
-  else if (type == "dynamic") r.type = RopeScalingType::Dynamic;
-  else if (type == "yarn") r.type = RopeScalingType::Yarn;
-  else if (type == "llama3") r.type = RopeScalingType::Llama3;
-  else throw FormatError(source + ": rope_scaling type '" + type + "' is not supported (none, linear, dynamic, yarn, llama3)");
+  if (type == "default" || type.empty())
+    r.type = RopeScalingType::None;
+  else if (type == "linear")
+    r.type = RopeScalingType::Linear;
+  else if (type == "dynamic")
+    r.type = RopeScalingType::Dynamic;
+  else if (type == "yarn")
+    r.type = RopeScalingType::Yarn;
+  else if (type == "llama3")
+    r.type = RopeScalingType::Llama3;
+  else
+    throw FormatError(source + ": rope_scaling type '" + type +
+                      "' is not supported (none, linear, dynamic, yarn, llama3)");
   r.low_freq_factor = rd.opt_num("low_freq_factor", 1.0);
   r.high_freq_factor = rd.opt_num("high_freq_factor", 4.0);
   r.original_max_position_embeddings = rd.opt_int("original_max_position_embeddings", 0);
   r.beta_fast = rd.opt_num("beta_fast", 32.0);
   r.beta_slow = rd.opt_num("beta_slow", 1.0);
-  if (rs.contains("attention_factor") && rs["attention_factor"].is_number()) r.attention_factor = rs["attention_factor"].get<double>();
+  if (rs.contains("attention_factor") && rs["attention_factor"].is_number())
+    r.attention_factor = rs["attention_factor"].get<double>();
   if (rs.contains("mscale") && rs["mscale"].is_number()) r.mscale = rs["mscale"].get<double>();
-  if (rs.contains("mscale_all_dim") && rs["mscale_all_dim"].is_number()) r.mscale_all_dim = rs["mscale_all_dim"].get<double>();
+  if (rs.contains("mscale_all_dim") && rs["mscale_all_dim"].is_number())
+    r.mscale_all_dim = rs["mscale_all_dim"].get<double>();
   r.truncate = rd.opt_bool("truncate", true);
   if ((r.type == RopeScalingType::Linear || r.type == RopeScalingType::Dynamic || r.type == RopeScalingType::Yarn ||
-       r.type == RopeScalingType::Llama3) && !(r.factor > 0))
+       r.type == RopeScalingType::Llama3) &&
+      !(r.factor > 0))
     throw FormatError(source + ": rope_scaling.factor must be positive");
   if (r.type == RopeScalingType::Llama3 && r.original_max_position_embeddings <= 0)
     throw FormatError(source + ": rope_scaling (llama3) needs original_max_position_embeddings");
@@ -67,18 +79,20 @@ RopeScaling parse_rope_scaling(const json& rs, const std::string& source) {
 void parse_special_token_ids(const json& j, ModelConfig& c) {
   if (j.contains("eos_token_id")) {
     const auto& e = j["eos_token_id"];
-    if (e.is_number_integer()) c.eos_token_ids.push_back(e.get<int64_t>());
+    if (e.is_number_integer())
+      c.eos_token_ids.push_back(e.get<int64_t>());
     else if (e.is_array())
       for (const auto& v : e)
         if (v.is_number_integer()) c.eos_token_ids.push_back(v.get<int64_t>());
   }
-  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) c.bos_token_id = j["bos_token_id"].get<int64_t>();
+  if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer())
+    c.bos_token_id = j["bos_token_id"].get<int64_t>();
 }
 
 }  // namespace hf_detail
 
-using hf_detail::Reader;
 using hf_detail::parse_rope_scaling;
+using hf_detail::Reader;
 
 namespace {
 
@@ -115,15 +129,17 @@ void check_config_limits(const ModelConfig& c, const std::string& source) {
     if (l.value < 0)
       throw FormatError(source + ": field '" + l.field + "' must not be negative, got " + std::to_string(l.value));
     if (l.value > l.max)
-      throw FormatError(source + ": field '" + l.field + "' is " + std::to_string(l.value) + ", over opchain's limit of " +
-                        std::to_string(l.max));
+      throw FormatError(source + ": field '" + l.field + "' is " + std::to_string(l.value) +
+                        ", over opchain's limit of " + std::to_string(l.max));
   }
   // The kernels take these as floats: a value with no float is refused rather than converted (UB).
-  const std::pair<const char*, double> reals[] = {
-      {"rope_theta", c.rope_theta},          {"rms_norm_eps", c.rms_norm_eps},
-      {"rope_scaling.factor", c.rope_scaling.factor}, {"rope_scaling.low_freq_factor", c.rope_scaling.low_freq_factor},
-      {"rope_scaling.high_freq_factor", c.rope_scaling.high_freq_factor},
-      {"rope_scaling.beta_fast", c.rope_scaling.beta_fast}, {"rope_scaling.beta_slow", c.rope_scaling.beta_slow}};
+  const std::pair<const char*, double> reals[] = {{"rope_theta", c.rope_theta},
+                                                  {"rms_norm_eps", c.rms_norm_eps},
+                                                  {"rope_scaling.factor", c.rope_scaling.factor},
+                                                  {"rope_scaling.low_freq_factor", c.rope_scaling.low_freq_factor},
+                                                  {"rope_scaling.high_freq_factor", c.rope_scaling.high_freq_factor},
+                                                  {"rope_scaling.beta_fast", c.rope_scaling.beta_fast},
+                                                  {"rope_scaling.beta_slow", c.rope_scaling.beta_slow}};
   for (const auto& [field, v] : reals) {
     if (!(std::abs(v) <= std::numeric_limits<float>::max()))
       throw FormatError(source + ": field '" + field + "' is " + std::to_string(v) + ", outside the range of a float");
@@ -227,8 +243,12 @@ ModelConfig parse_model_config(const std::string& text, const std::string& sourc
   return guard_input(source, [&] { return parse_model_config_unguarded(text, source); });
 }
 
-ModelConfig load_model_config(const ModelDirectory& dir) { return parse_model_config(dir.config_text(), dir.config.path); }
+ModelConfig load_model_config(const ModelDirectory& dir) {
+  return parse_model_config(dir.config_text(), dir.config.path);
+}
 
-ModelConfig load_model_config(const std::string& model_dir) { return load_model_config(ModelDirectory::read(model_dir)); }
+ModelConfig load_model_config(const std::string& model_dir) {
+  return load_model_config(ModelDirectory::read(model_dir));
+}
 
 }  // namespace opchain

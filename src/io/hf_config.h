@@ -29,7 +29,7 @@ struct LinearAttentionConfig {
 struct ModelConfig {
   std::string architecture;  // e.g. "Qwen3MoeForCausalLM"
   std::string model_type;
-  std::string source;        // path of config.json, for errors
+  std::string source;  // path of config.json, for errors
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -42,10 +42,10 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;    // q/k/v/o bias (Llama); Qwen2 always has q/k/v bias and no o bias
+  bool attention_bias = false;  // q/k/v/o bias (Llama); Qwen2 always has q/k/v bias and no o bias
   bool qkv_bias = false;
   bool o_bias = false;
-  bool qk_norm = false;           // Qwen3: per-head RMSNorm on q and k
+  bool qk_norm = false;  // Qwen3: per-head RMSNorm on q and k
   std::string hidden_act = "silu";
   // MoE
   int64_t num_experts = 0;

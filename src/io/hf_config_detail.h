@@ -24,8 +24,9 @@ struct Reader {
   // channels) cannot overflow before check_config_limits applies the per-field bounds.
   int64_t int_field(const std::string& key) const {
     if (!j[key].is_number_integer()) fail(key, "must be an integer, got " + json_excerpt(j[key]));
-    const bool in_range = j[key].is_number_unsigned() ? j[key].get<uint64_t>() <= INT32_MAX
-                                                      : j[key].get<int64_t>() >= INT32_MIN && j[key].get<int64_t>() <= INT32_MAX;
+    const bool in_range = j[key].is_number_unsigned()
+                              ? j[key].get<uint64_t>() <= INT32_MAX
+                              : j[key].get<int64_t>() >= INT32_MIN && j[key].get<int64_t>() <= INT32_MAX;
     if (!in_range) fail(key, "is " + json_excerpt(j[key]) + ", outside the 32-bit range opchain allows any size");
     return j[key].get<int64_t>();
   }
@@ -56,7 +57,6 @@ struct Reader {
     return j[key].get<bool>();
   }
 };
-
 
 // rope_scaling (4.x) or rope_parameters (5.x): the scaling type and its parameters.
 RopeScaling parse_rope_scaling(const json& rs, const std::string& source);

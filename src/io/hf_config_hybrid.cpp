@@ -44,12 +44,15 @@ void parse_rope(const json& t, const Reader& rd, ModelConfig& c) {
   if (!params) params = object_or_null(t, "rope_parameters");
   if (params) c.rope_scaling = parse_rope_scaling(*params, rd.source);
   const Reader pr{params ? *params : t, rd.source};
-  c.rope_theta = params && params->contains("rope_theta") ? pr.opt_num("rope_theta", 10000.0) : rd.opt_num("rope_theta", 10000.0);
+  c.rope_theta =
+      params && params->contains("rope_theta") ? pr.opt_num("rope_theta", 10000.0) : rd.opt_num("rope_theta", 10000.0);
   const double factor = params && params->contains("partial_rotary_factor") ? pr.opt_num("partial_rotary_factor", 0.25)
                                                                             : rd.opt_num("partial_rotary_factor", 0.25);
   if (!(c.rope_theta > 0)) rd.fail("rope_theta", "must be positive");
-  if (!(factor > 0 && factor <= 1)) rd.fail("partial_rotary_factor", "must be in (0, 1], got " + std::to_string(factor));
-  c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * factor);  // transformers: int(head_dim * factor)
+  if (!(factor > 0 && factor <= 1))
+    rd.fail("partial_rotary_factor", "must be in (0, 1], got " + std::to_string(factor));
+  c.rotary_dim =
+      static_cast<int64_t>(static_cast<double>(c.head_dim) * factor);  // transformers: int(head_dim * factor)
   if (c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
     rd.fail("partial_rotary_factor", "gives " + std::to_string(c.rotary_dim) + " rotary channels of head_dim " +
                                          std::to_string(c.head_dim) + "; they must be a positive even number");
@@ -66,9 +69,13 @@ void parse_layer_types(const json& t, const Reader& rd, ModelConfig& c) {
                                  std::to_string(c.num_hidden_layers));
     for (size_t i = 0; i < lt.size(); ++i) {
       const std::string kind = lt[i].is_string() ? lt[i].get<std::string>() : json_excerpt(lt[i]);
-      if (kind == "linear_attention" || kind == "mamba") c.layer_types.push_back(LayerKind::LinearAttention);  // legacy names
-      else if (kind == "full_attention" || kind == "attention") c.layer_types.push_back(LayerKind::FullAttention);
-      else rd.fail("layer_types", "entry " + std::to_string(i) + " is '" + kind + "' (linear_attention or full_attention)");
+      if (kind == "linear_attention" || kind == "mamba")
+        c.layer_types.push_back(LayerKind::LinearAttention);  // legacy names
+      else if (kind == "full_attention" || kind == "attention")
+        c.layer_types.push_back(LayerKind::FullAttention);
+      else
+        rd.fail("layer_types",
+                "entry " + std::to_string(i) + " is '" + kind + "' (linear_attention or full_attention)");
     }
     return;
   }
@@ -85,12 +92,14 @@ void parse_linear_attention(const Reader& rd, ModelConfig& c) {
   l.value_head_dim = rd.opt_pos_int("linear_value_head_dim", 128);
   l.conv_kernel = rd.opt_pos_int("linear_conv_kernel_dim", 4);
   if (l.num_value_heads % l.num_key_heads != 0)
-    rd.fail("linear_num_value_heads", "(" + std::to_string(l.num_value_heads) + ") must be a multiple of linear_num_key_heads (" +
+    rd.fail("linear_num_value_heads", "(" + std::to_string(l.num_value_heads) +
+                                          ") must be a multiple of linear_num_key_heads (" +
                                           std::to_string(l.num_key_heads) + ")");
 }
 
 void parse_mlp(const json& t, const Reader& rd, const Family& f, ModelConfig& c) {
-  c.intermediate_size = f.intermediate ? rd.opt_pos_int("intermediate_size", f.intermediate) : rd.opt_int("intermediate_size", 0);
+  c.intermediate_size =
+      f.intermediate ? rd.opt_pos_int("intermediate_size", f.intermediate) : rd.opt_int("intermediate_size", 0);
   if (!f.moe) return;
   c.num_experts = rd.opt_int("num_experts", f.experts);
   if (c.num_experts < 0) rd.fail("num_experts", "must not be negative");
@@ -113,7 +122,8 @@ void parse_mlp(const json& t, const Reader& rd, const Family& f, ModelConfig& c)
   }
   bool any_dense = false;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) any_dense = any_dense || !c.is_moe_layer(l);
-  if (any_dense && c.intermediate_size <= 0) rd.fail("intermediate_size", "must be positive: some layers are dense MLPs");
+  if (any_dense && c.intermediate_size <= 0)
+    rd.fail("intermediate_size", "must be positive: some layers are dense MLPs");
 }
 
 }  // namespace
@@ -161,8 +171,9 @@ void parse_hybrid_config(const json& root, ModelConfig& c) {
   parse_mlp(t, rd, f, c);
   // The hub wrapper's own tie_word_embeddings is the one transformers uses when it is there.
   const Reader root_rd{root, c.source};
-  c.tie_word_embeddings = f.hub_layout && root.contains("tie_word_embeddings") ? root_rd.opt_bool("tie_word_embeddings", false)
-                                                                                : rd.opt_bool("tie_word_embeddings", false);
+  c.tie_word_embeddings = f.hub_layout && root.contains("tie_word_embeddings")
+                              ? root_rd.opt_bool("tie_word_embeddings", false)
+                              : rd.opt_bool("tie_word_embeddings", false);
   parse_special_token_ids(t, c);
   if (f.hub_layout && c.eos_token_ids.empty() && !c.bos_token_id) parse_special_token_ids(root, c);
 }

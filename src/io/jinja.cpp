@@ -96,8 +96,6 @@ std::string render_guarded(const Template::Program& program, const Json& context
 
 std::string Template::render(const nlohmann::json& context) const { return render_guarded(*program_, context); }
 
-std::string Template::render(const nlohmann::ordered_json& context) const {
-  return render_guarded(*program_, context);
-}
+std::string Template::render(const nlohmann::ordered_json& context) const { return render_guarded(*program_, context); }
 
 }  // namespace opchain::jinja

@@ -13,16 +13,20 @@ void check_json_nesting(std::string_view text, const std::string& source) {
   bool in_string = false, escaped = false;
   for (const char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
     if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonNesting)
-        throw FormatError(source + " nests deeper than " + std::to_string(kMaxJsonNesting) + " levels (the JSON nesting limit)");
+        throw FormatError(source + " nests deeper than " + std::to_string(kMaxJsonNesting) +
+                          " levels (the JSON nesting limit)");
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
     }

@@ -48,14 +48,18 @@ struct Layer {
   }
 
   // Tensor `suffix`, of one of `dtypes` and of `shape` (up to unit dims); `rule` states the layout.
-  Tensor get(const std::string& suffix, std::initializer_list<DType> dtypes, const Shape& shape, const std::string& rule) const {
+  Tensor get(const std::string& suffix, std::initializer_list<DType> dtypes, const Shape& shape,
+             const std::string& rule) const {
     const std::string n = name(suffix);
     if (!w.contains(n))
-      throw FormatError(std::string(quant_method_name(qc().method)) + " checkpoint " + w.dir() + " has no tensor '" + n + "' (" + rule + ")");
+      throw FormatError(std::string(quant_method_name(qc().method)) + " checkpoint " + w.dir() + " has no tensor '" +
+                        n + "' (" + rule + ")");
     Tensor t = w.get_any_shape(n);
     bool ok = false;
     for (DType d : dtypes) ok = ok || t.dtype() == d;
-    if (!ok) fail(suffix, "has dtype " + std::string(dtype_name(t.dtype())) + ", expected " + dtype_list(dtypes) + " (" + rule + ")");
+    if (!ok)
+      fail(suffix,
+           "has dtype " + std::string(dtype_name(t.dtype())) + ", expected " + dtype_list(dtypes) + " (" + rule + ")");
     if (!same_up_to_unit_dims(t.shape(), shape))
       fail(suffix, "has shape " + t.shape().str() + ", expected " + shape.str() + " (" + rule + ")");
     return t;
@@ -67,7 +71,8 @@ struct Layer {
     std::vector<float> v(static_cast<size_t>(t.numel()));
     for (size_t i = 0; i < v.size(); ++i) {
       v[i] = load_as_f32(t.raw(), t.dtype(), i);
-      if (!std::isfinite(v[i])) fail(suffix, "holds a non-finite scale at element " + std::to_string(i) + " (" + rule + ")");
+      if (!std::isfinite(v[i]))
+        fail(suffix, "holds a non-finite scale at element " + std::to_string(i) + " (" + rule + ")");
     }
     return v;
   }
@@ -77,11 +82,20 @@ struct Layer {
     const Tensor t = get(suffix, dtypes, shape, rule);
     std::vector<int64_t> v(static_cast<size_t>(t.numel()));
     for (size_t i = 0; i < v.size(); ++i) switch (t.dtype()) {
-        case DType::I64: v[i] = t.data<int64_t>()[i]; break;
-        case DType::I32: v[i] = t.data<int32_t>()[i]; break;
-        case DType::I8: v[i] = t.data<int8_t>()[i]; break;
-        case DType::U8: v[i] = t.data<uint8_t>()[i]; break;
-        default: fail(suffix, "is not an integer tensor");
+        case DType::I64:
+          v[i] = t.data<int64_t>()[i];
+          break;
+        case DType::I32:
+          v[i] = t.data<int32_t>()[i];
+          break;
+        case DType::I8:
+          v[i] = t.data<int8_t>()[i];
+          break;
+        case DType::U8:
+          v[i] = t.data<uint8_t>()[i];
+          break;
+        default:
+          fail(suffix, "is not an integer tensor");
       }
     return v;
   }
@@ -117,8 +131,9 @@ void set_group_map(const Layer& L, QuantParams& q, const std::string& suffix, in
   bool trivial = true;
   for (int64_t k = 0; k < L.in; ++k) {
     if (g[static_cast<size_t>(k)] < 0 || g[static_cast<size_t>(k)] >= groups)
-      L.fail(suffix, "maps input channel " + std::to_string(k) + " to group " + std::to_string(g[static_cast<size_t>(k)]) + ", outside the " +
-                         std::to_string(groups) + " groups of its scales (" + rule + ")");
+      L.fail(suffix, "maps input channel " + std::to_string(k) + " to group " +
+                         std::to_string(g[static_cast<size_t>(k)]) + ", outside the " + std::to_string(groups) +
+                         " groups of its scales (" + rule + ")");
     trivial = trivial && g[static_cast<size_t>(k)] == k / q.group_size;
   }
   if (trivial) return;
@@ -130,7 +145,8 @@ void set_group_map(const Layer& L, QuantParams& q, const std::string& suffix, in
 std::vector<float> expand_block_rows(const std::vector<float>& grid, int64_t out, int64_t bn, int64_t grid_cols) {
   std::vector<float> s(static_cast<size_t>(out * grid_cols));
   for (int64_t o = 0; o < out; ++o)
-    std::memcpy(&s[static_cast<size_t>(o * grid_cols)], &grid[static_cast<size_t>((o / bn) * grid_cols)], static_cast<size_t>(grid_cols) * sizeof(float));
+    std::memcpy(&s[static_cast<size_t>(o * grid_cols)], &grid[static_cast<size_t>((o / bn) * grid_cols)],
+                static_cast<size_t>(grid_cols) * sizeof(float));
   return s;
 }
 
@@ -145,8 +161,9 @@ Weight fp8_linear(const Layer& L) {
   if (c.block_n > 0) {
     const int64_t gr = cdiv(L.out, c.block_n), gc = cdiv(L.in, c.block_k);
     const std::string sn = L.has("weight_scale_inv") || !L.has("weight_scale") ? "weight_scale_inv" : "weight_scale";
-    const std::string rule = "fp8 with weight_block_size [" + std::to_string(c.block_n) + ", " + std::to_string(c.block_k) +
-                             "]: " + sn + " holds one scale per block, [ceil(out / block_n), ceil(in / block_k)]";
+    const std::string rule = "fp8 with weight_block_size [" + std::to_string(c.block_n) + ", " +
+                             std::to_string(c.block_k) + "]: " + sn +
+                             " holds one scale per block, [ceil(out / block_n), ceil(in / block_k)]";
     q->scheme = QuantScheme::Fp8Block;
     q->group_size = c.block_k;
     q->act_group = c.block_k;
@@ -166,11 +183,17 @@ Weight fp8_linear(const Layer& L) {
 Weight gptq_linear(const Layer& L) {
   const QuantConfig& c = L.qc();
   const int64_t gs = c.group_size == -1 ? L.in : c.group_size, groups = cdiv(L.in, gs);
-  if (L.in % 8 != 0) L.fail("qweight", "belongs to a layer of " + std::to_string(L.in) + " input channels; GPTQ packs 8 along the input, so it must be a multiple of 8");
-  if (L.out % 8 != 0) L.fail("qzeros", "belongs to a layer of " + std::to_string(L.out) + " output channels; GPTQ packs zeros 8 along the output, so it must be a multiple of 8");
+  if (L.in % 8 != 0)
+    L.fail("qweight", "belongs to a layer of " + std::to_string(L.in) +
+                          " input channels; GPTQ packs 8 along the input, so it must be a multiple of 8");
+  if (L.out % 8 != 0)
+    L.fail("qzeros", "belongs to a layer of " + std::to_string(L.out) +
+                         " output channels; GPTQ packs zeros 8 along the output, so it must be a multiple of 8");
   const std::string g = "group_size " + std::to_string(gs) + ", so " + std::to_string(groups) + " groups";
-  const Tensor qweight = L.get("qweight", {DType::I32}, {L.in / 8, L.out}, "gptq: qweight int32 [in / 8, out], eight 4-bit codes along the input per word");
-  const std::vector<int64_t> qzeros = L.ints("qzeros", {DType::I32}, {groups, L.out / 8}, "gptq: qzeros int32 [groups, out / 8]; " + g);
+  const Tensor qweight = L.get("qweight", {DType::I32}, {L.in / 8, L.out},
+                               "gptq: qweight int32 [in / 8, out], eight 4-bit codes along the input per word");
+  const std::vector<int64_t> qzeros =
+      L.ints("qzeros", {DType::I32}, {groups, L.out / 8}, "gptq: qzeros int32 [groups, out / 8]; " + g);
   const std::vector<float> scales = L.floats("scales", {groups, L.out}, "gptq: scales [groups, out]; " + g);
 
   auto q = std::make_shared<QuantParams>();
@@ -192,7 +215,8 @@ Weight gptq_linear(const Layer& L) {
   for (int64_t gi = 0; gi < groups; ++gi)
     for (int64_t o = 0; o < L.out; ++o) {
       const uint32_t word = static_cast<uint32_t>(qzeros[static_cast<size_t>(gi * (L.out / 8) + o / 8)]);
-      zeros[static_cast<size_t>(o * groups + gi)] = static_cast<float>(((word >> (4 * (o % 8))) & 0xf) + (c.gptq_v2 ? 0 : 1));
+      zeros[static_cast<size_t>(o * groups + gi)] =
+          static_cast<float>(((word >> (4 * (o % 8))) & 0xf) + (c.gptq_v2 ? 0 : 1));
     }
   set_zeros(*q, zeros, {L.out, groups}, 8.0f);
   set_group_map(L, *q, "g_idx", groups, "gptq: g_idx int32 [in], each input channel's group");
@@ -208,9 +232,12 @@ constexpr int kAwqNibble[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 Weight awq_linear(const Layer& L) {
   const QuantConfig& c = L.qc();
   const int64_t gs = c.group_size == -1 ? L.in : c.group_size, groups = cdiv(L.in, gs);
-  if (L.out % 8 != 0) L.fail("qweight", "belongs to a layer of " + std::to_string(L.out) + " output channels; AWQ packs 8 along the output, so it must be a multiple of 8");
+  if (L.out % 8 != 0)
+    L.fail("qweight", "belongs to a layer of " + std::to_string(L.out) +
+                          " output channels; AWQ packs 8 along the output, so it must be a multiple of 8");
   const std::string g = "group_size " + std::to_string(gs) + ", so " + std::to_string(groups) + " groups";
-  const Tensor qweight = L.get("qweight", {DType::I32}, {L.in, L.out / 8}, "awq gemm: qweight int32 [in, out / 8], eight 4-bit codes along the output per word");
+  const Tensor qweight = L.get("qweight", {DType::I32}, {L.in, L.out / 8},
+                               "awq gemm: qweight int32 [in, out / 8], eight 4-bit codes along the output per word");
   const std::vector<float> scales = L.floats("scales", {groups, L.out}, "awq: scales [groups, out]; " + g);
 
   auto q = std::make_shared<QuantParams>();
@@ -222,17 +249,20 @@ Weight awq_linear(const Layer& L) {
   std::memset(codes.raw(), 0, codes.nbytes());
   const uint32_t* src = qweight.data<uint32_t>();
   uint8_t* dst = codes.data<uint8_t>();
-  ThreadPool::global().parallel_for(L.out / 8, [&](int, int64_t c0, int64_t c1) {  // each word column fills its own 8 rows
-    for (int64_t k = 0; k < L.in; ++k)
-      for (int64_t cw = c0; cw < c1; ++cw) {
-        const uint32_t word = src[k * (L.out / 8) + cw];
-        for (int j = 0; j < 8; ++j)
-          dst[(8 * cw + j) * row_bytes + k / 2] |= static_cast<uint8_t>(((word >> (4 * kAwqNibble[j])) & 0xf) << (4 * (k & 1)));
-      }
-  });
+  ThreadPool::global().parallel_for(
+      L.out / 8, [&](int, int64_t c0, int64_t c1) {  // each word column fills its own 8 rows
+        for (int64_t k = 0; k < L.in; ++k)
+          for (int64_t cw = c0; cw < c1; ++cw) {
+            const uint32_t word = src[k * (L.out / 8) + cw];
+            for (int j = 0; j < 8; ++j)
+              dst[(8 * cw + j) * row_bytes + k / 2] |=
+                  static_cast<uint8_t>(((word >> (4 * kAwqNibble[j])) & 0xf) << (4 * (k & 1)));
+          }
+      });
   q->scales = f32_tensor(transpose(scales, groups, L.out), {L.out, groups});
   if (L.has("qzeros") || c.zero_point) {  // zeros are stored as they are, in the same nibble order
-    const std::vector<int64_t> qz = L.ints("qzeros", {DType::I32}, {groups, L.out / 8}, "awq: qzeros int32 [groups, out / 8]; " + g);
+    const std::vector<int64_t> qz =
+        L.ints("qzeros", {DType::I32}, {groups, L.out / 8}, "awq: qzeros int32 [groups, out / 8]; " + g);
     std::vector<float> zeros(static_cast<size_t>(L.out * groups));
     for (int64_t gi = 0; gi < groups; ++gi)
       for (int64_t o = 0; o < L.out; ++o) {
@@ -272,15 +302,18 @@ std::vector<float> ct_scales(const Layer& L, const CtArgs& a, int64_t& groups, i
   if (a.strategy == "group") {
     groups = cdiv(L.in, a.group_size);
     group_size = a.group_size;
-    return L.floats("weight_scale", {L.out, groups}, rule + "is [out, ceil(in / group_size)] with group_size " + std::to_string(a.group_size));
+    return L.floats("weight_scale", {L.out, groups},
+                    rule + "is [out, ceil(in / group_size)] with group_size " + std::to_string(a.group_size));
   }
   // block
-  if (a.block_rows <= 0 || a.block_cols <= 0) L.fail("weight_scale", "belongs to a block scheme without a positive block_structure");
+  if (a.block_rows <= 0 || a.block_cols <= 0)
+    L.fail("weight_scale", "belongs to a block scheme without a positive block_structure");
   const int64_t gr = cdiv(L.out, a.block_rows);
   groups = cdiv(L.in, a.block_cols);
   group_size = a.block_cols;
-  return expand_block_rows(L.floats("weight_scale", {gr, groups}, rule + "is [ceil(out / rows), ceil(in / cols)] of block_structure [" +
-                                                                          std::to_string(a.block_rows) + ", " + std::to_string(a.block_cols) + "]"),
+  return expand_block_rows(L.floats("weight_scale", {gr, groups},
+                                    rule + "is [ceil(out / rows), ceil(in / cols)] of block_structure [" +
+                                        std::to_string(a.block_rows) + ", " + std::to_string(a.block_cols) + "]"),
                            L.out, a.block_rows, groups);
 }
 
@@ -294,10 +327,12 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
   q->group_size = gs;
   q->scales = f32_tensor(scales, {L.out, groups});
   const bool packed = s.format == "pack-quantized";
-  if (packed && a.is_float) L.fail("weight_packed", "is under a pack-quantized scheme with float weights; pack-quantized holds int weights");
+  if (packed && a.is_float)
+    L.fail("weight_packed", "is under a pack-quantized scheme with float weights; pack-quantized holds int weights");
 
   if (a.is_float) {  // float-quantized: F8_E4M3 weight
-    Tensor codes = L.get("weight", {DType::F8E4M3}, {L.out, L.in}, "compressed-tensors float-quantized: weight F8_E4M3 [out, in]");
+    Tensor codes =
+        L.get("weight", {DType::F8E4M3}, {L.out, L.in}, "compressed-tensors float-quantized: weight F8_E4M3 [out, in]");
     q->scheme = a.strategy == "block" ? QuantScheme::Fp8Block : QuantScheme::Fp8Channel;
     if (q->scheme == QuantScheme::Fp8Channel) q->group_size = 0;
     return Weight(codes, q);
@@ -310,30 +345,36 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
   const int64_t offset = int64_t{1} << (bits - 1);
   std::vector<int64_t> codes_u;  // unsigned (offset) codes, [out, in]
   if (packed) {
-    const std::vector<int64_t> shape = L.ints("weight_shape", {DType::I64, DType::I32}, {2}, "compressed-tensors pack-quantized: weight_shape is [out, in]");
+    const std::vector<int64_t> shape = L.ints("weight_shape", {DType::I64, DType::I32}, {2},
+                                              "compressed-tensors pack-quantized: weight_shape is [out, in]");
     if (shape[0] != L.out || shape[1] != L.in)
-      L.fail("weight_shape", "says [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) + "] but the model expects [" +
-                                 std::to_string(L.out) + ", " + std::to_string(L.in) + "]");
-    const Tensor p = L.get("weight_packed", {DType::I32}, {L.out, cdiv(L.in, per_word)},
-                           "compressed-tensors pack-quantized: weight_packed int32 [out, ceil(in / " + std::to_string(per_word) + ")]");
+      L.fail("weight_shape", "says [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                                 "] but the model expects [" + std::to_string(L.out) + ", " + std::to_string(L.in) +
+                                 "]");
+    const Tensor p = L.get(
+        "weight_packed", {DType::I32}, {L.out, cdiv(L.in, per_word)},
+        "compressed-tensors pack-quantized: weight_packed int32 [out, ceil(in / " + std::to_string(per_word) + ")]");
     if (bits == 4) {  // the canonical int4 layout already: copy the rows' leading bytes
       const int64_t rb = cdiv(L.in, 2), src_rb = cdiv(L.in, per_word) * 4;
       Tensor codes = Tensor::empty(DType::U8, {L.out, rb});
-      for (int64_t o = 0; o < L.out; ++o) std::memcpy(codes.data<uint8_t>() + o * rb, p.data<uint8_t>() + o * src_rb, static_cast<size_t>(rb));
-      if (L.in % 2) // the padding nibble of an odd row is never read; keep it zero for reproducible files
+      for (int64_t o = 0; o < L.out; ++o)
+        std::memcpy(codes.data<uint8_t>() + o * rb, p.data<uint8_t>() + o * src_rb, static_cast<size_t>(rb));
+      if (L.in % 2)  // the padding nibble of an odd row is never read; keep it zero for reproducible files
         for (int64_t o = 0; o < L.out; ++o) codes.data<uint8_t>()[o * rb + rb - 1] &= 0x0f;
       q->scheme = QuantScheme::Int4Group;
       if (L.has("weight_zero_point") || !a.symmetric) {
         const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I32}, {cdiv(L.out, per_word), groups},
-                                               "compressed-tensors pack-quantized: weight_zero_point int32 [ceil(out / 8), groups], packed along the output");
+                                               "compressed-tensors pack-quantized: weight_zero_point int32 [ceil(out / "
+                                               "8), groups], packed along the output");
         std::vector<float> zeros(static_cast<size_t>(L.out * groups));
         for (int64_t o = 0; o < L.out; ++o)
           for (int64_t gi = 0; gi < groups; ++gi)
-            zeros[static_cast<size_t>(o * groups + gi)] =
-                static_cast<float>((static_cast<uint32_t>(zp[static_cast<size_t>((o / 8) * groups + gi)]) >> (4 * (o % 8))) & 0xf);
+            zeros[static_cast<size_t>(o * groups + gi)] = static_cast<float>(
+                (static_cast<uint32_t>(zp[static_cast<size_t>((o / 8) * groups + gi)]) >> (4 * (o % 8))) & 0xf);
         set_zeros(*q, zeros, {L.out, groups}, 8.0f);
       }
-      set_group_map(L, *q, "weight_g_idx", groups, "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
+      set_group_map(L, *q, "weight_g_idx", groups,
+                    "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
       L.w.release(L.name("weight_packed"));
       return Weight(codes, q);
     }
@@ -344,12 +385,14 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
         codes_u[static_cast<size_t>(o * L.in + k)] =
             (p.data<uint32_t>()[o * words + k / per_word] >> (bits * (k % per_word))) & ((1u << bits) - 1);
   } else {
-    const Tensor t = L.get("weight", {DType::I8}, {L.out, L.in}, "compressed-tensors int-quantized: weight int8 [out, in]");
+    const Tensor t =
+        L.get("weight", {DType::I8}, {L.out, L.in}, "compressed-tensors int-quantized: weight int8 [out, in]");
     if (bits == 8) {  // already the canonical int8 codes: used in place from the mapping
       q->scheme = QuantScheme::Int8Channel;
       q->group_size = 0;
       if (L.has("weight_zero_point") || !a.symmetric) {
-        const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I8, DType::I32}, {L.out, 1}, "compressed-tensors: weight_zero_point [out, 1]");
+        const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I8, DType::I32}, {L.out, 1},
+                                               "compressed-tensors: weight_zero_point [out, 1]");
         std::vector<float> zeros(zp.begin(), zp.end());
         set_zeros(*q, zeros, {L.out, 1}, 0.0f);
       }
@@ -359,7 +402,8 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
     for (int64_t i = 0; i < L.out * L.in; ++i) {
       const int64_t v = t.data<int8_t>()[i];
       if (v < -offset || v >= offset)
-        L.fail("weight", "holds " + std::to_string(v) + " at element " + std::to_string(i) + ", outside the " + std::to_string(bits) + "-bit range");
+        L.fail("weight", "holds " + std::to_string(v) + " at element " + std::to_string(i) + ", outside the " +
+                             std::to_string(bits) + "-bit range");
       codes_u[static_cast<size_t>(i)] = v + offset;
     }
   }
@@ -368,14 +412,19 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
   if (L.has("weight_zero_point") || !a.symmetric) {
     zeros.resize(static_cast<size_t>(L.out * groups));
     if (packed) {
-      const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I32}, {cdiv(L.out, per_word), groups},
-                                             "compressed-tensors pack-quantized: weight_zero_point int32 packed along the output");
+      const std::vector<int64_t> zp =
+          L.ints("weight_zero_point", {DType::I32}, {cdiv(L.out, per_word), groups},
+                 "compressed-tensors pack-quantized: weight_zero_point int32 packed along the output");
       for (int64_t o = 0; o < L.out; ++o)
         for (int64_t gi = 0; gi < groups; ++gi)
-          zeros[static_cast<size_t>(o * groups + gi)] = static_cast<float>(
-              ((static_cast<uint32_t>(zp[static_cast<size_t>((o / per_word) * groups + gi)]) >> (bits * (o % per_word))) & ((1u << bits) - 1)) - offset);
+          zeros[static_cast<size_t>(o * groups + gi)] =
+              static_cast<float>(((static_cast<uint32_t>(zp[static_cast<size_t>((o / per_word) * groups + gi)]) >>
+                                   (bits * (o % per_word))) &
+                                  ((1u << bits) - 1)) -
+                                 offset);
     } else {
-      const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I8, DType::I32}, {L.out, groups}, "compressed-tensors: weight_zero_point [out, groups]");
+      const std::vector<int64_t> zp = L.ints("weight_zero_point", {DType::I8, DType::I32}, {L.out, groups},
+                                             "compressed-tensors: weight_zero_point [out, groups]");
       for (size_t i = 0; i < zeros.size(); ++i) zeros[i] = static_cast<float>(zp[i]);
     }
   }
@@ -394,10 +443,12 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
   std::memset(codes.raw(), 0, codes.nbytes());
   for (int64_t o = 0; o < L.out; ++o)
     for (int64_t k = 0; k < L.in; ++k)
-      codes.data<uint8_t>()[o * rb + k / 2] |= static_cast<uint8_t>(codes_u[static_cast<size_t>(o * L.in + k)] << (4 * (k & 1)));
+      codes.data<uint8_t>()[o * rb + k / 2] |=
+          static_cast<uint8_t>(codes_u[static_cast<size_t>(o * L.in + k)] << (4 * (k & 1)));
   for (float& z : zeros) z += static_cast<float>(offset);
   if (!zeros.empty()) set_zeros(*q, zeros, {L.out, groups}, 8.0f);
-  set_group_map(L, *q, "weight_g_idx", groups, "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
+  set_group_map(L, *q, "weight_g_idx", groups,
+                "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
   return Weight(codes, q);
 }
 
@@ -409,11 +460,13 @@ Weight load_linear(const WeightStore& w, const std::string& module, int64_t out,
   if (w.contains(wn) && is_float_dtype(w.get_any_shape(wn).dtype())) return Weight(w.get(wn, {out, in}));
   if (!c.quantized()) {
     if (w.contains(wn))
-      throw FormatError("tensor '" + wn + "' in " + w.file_of(wn) + " has dtype " + std::string(dtype_name(w.get_any_shape(wn).dtype())) +
-                        ", but " + w.dir() + "/config.json has no quantization_config saying how to read it");
+      throw FormatError("tensor '" + wn + "' in " + w.file_of(wn) + " has dtype " +
+                        std::string(dtype_name(w.get_any_shape(wn).dtype())) + ", but " + w.dir() +
+                        "/config.json has no quantization_config saying how to read it");
     if (w.contains(module + ".qweight") || w.contains(module + ".weight_packed"))
       throw FormatError("layer '" + module + "' in " + w.dir() + " is stored quantised (" + module +
-                        (w.contains(module + ".qweight") ? ".qweight" : ".weight_packed") + "), but config.json has no quantization_config");
+                        (w.contains(module + ".qweight") ? ".qweight" : ".weight_packed") +
+                        "), but config.json has no quantization_config");
     return Weight(w.get(wn, {out, in}));  // the missing-tensor error
   }
   if (c.excludes(module))
@@ -421,17 +474,21 @@ Weight load_linear(const WeightStore& w, const std::string& module, int64_t out,
                       " exclusion list), but " + w.dir() + " has no float tensor '" + wn + "' for it");
   const Layer L{w, module, out, in};
   switch (c.method) {
-    case QuantMethod::Fp8: return fp8_linear(L);
-    case QuantMethod::Gptq: return gptq_linear(L);
-    case QuantMethod::Awq: return awq_linear(L);
+    case QuantMethod::Fp8:
+      return fp8_linear(L);
+    case QuantMethod::Gptq:
+      return gptq_linear(L);
+    case QuantMethod::Awq:
+      return awq_linear(L);
     case QuantMethod::CompressedTensors: {
       const CtScheme* s = c.scheme_for(module);
       if (!s)
-        throw FormatError("layer '" + module + "' matches no config group's targets in " + c.source + ", but " + w.dir() +
-                          " has no float tensor '" + wn + "' for it");
+        throw FormatError("layer '" + module + "' matches no config group's targets in " + c.source + ", but " +
+                          w.dir() + " has no float tensor '" + wn + "' for it");
       return ct_linear(L, *s);
     }
-    case QuantMethod::None: break;
+    case QuantMethod::None:
+      break;
   }
   return Weight(w.get(wn, {out, in}));
 }
@@ -441,8 +498,8 @@ Weight load_linear_rows(const WeightStore& w, const std::string& module, int64_t
   const Weight full = load_linear(w, module, out, in);
   for (const auto& [b, e] : ranges)
     if (b < 0 || e < b || e > out)
-      throw FormatError("layer '" + module + "' in " + w.dir() + ": row range [" + std::to_string(b) + ", " + std::to_string(e) +
-                        ") is outside its " + std::to_string(out) + " rows");
+      throw FormatError("layer '" + module + "' in " + w.dir() + ": row range [" + std::to_string(b) + ", " +
+                        std::to_string(e) + ") is outside its " + std::to_string(out) + " rows");
   return select_rows(full, ranges);
 }
 
@@ -452,19 +509,22 @@ Weight load_linear_stacked(const WeightStore& w, const std::vector<std::string>&
   for (size_t i = 0; i < modules.size(); ++i) {
     parts.push_back(load_linear(w, modules[i], shapes[i].first, shapes[i].second));
     if (parts.back().quantized() != parts.front().quantized() || parts.back().dtype() != parts.front().dtype())
-      throw FormatError("layer '" + modules[i] + "' in " + w.dir() + " is stored as " + parts.back().desc() + " but '" + modules[0] +
-                        "', which the engine stacks it with, as " + parts.front().desc() + "; both must be stored alike");
+      throw FormatError("layer '" + modules[i] + "' in " + w.dir() + " is stored as " + parts.back().desc() + " but '" +
+                        modules[0] + "', which the engine stacks it with, as " + parts.front().desc() +
+                        "; both must be stored alike");
   }
   try {
     return stack_rows(parts);
   } catch (const FormatError& e) {
     // GPTQ derives act-order from the layer's input, so layers reading one input share their g_idx.
-    throw FormatError("layers '" + modules[0] + "' and the ones stacked with it in " + w.dir() + ": " + e.what() +
-                      " (layers that read the same input run as one matmul, so their scales must cover the same input groups)");
+    throw FormatError(
+        "layers '" + modules[0] + "' and the ones stacked with it in " + w.dir() + ": " + e.what() +
+        " (layers that read the same input run as one matmul, so their scales must cover the same input groups)");
   }
 }
 
-std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& name, int64_t experts, int64_t rows, int64_t cols) {
+std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& name, int64_t experts, int64_t rows,
+                                       int64_t cols) {
   std::vector<Weight> out;
   const Tensor any = w.get_any_shape(name);
   if (is_float_dtype(any.dtype())) {
@@ -474,27 +534,34 @@ std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& 
   }
   const QuantConfig& c = w.quant_config();
   if (any.dtype() != DType::F8E4M3 || c.method != QuantMethod::Fp8)
-    throw FormatError("tensor '" + name + "' in " + w.file_of(name) + " has dtype " + std::string(dtype_name(any.dtype())) +
-                      "; fused expert tensors are read dense or as fp8 (quant_method fp8), and " + w.dir() + "'s config says " +
-                      quant_method_name(c.method));
+    throw FormatError("tensor '" + name + "' in " + w.file_of(name) + " has dtype " +
+                      std::string(dtype_name(any.dtype())) +
+                      "; fused expert tensors are read dense or as fp8 (quant_method fp8), and " + w.dir() +
+                      "'s config says " + quant_method_name(c.method));
   if (!(any.shape() == Shape{experts, rows, cols}))
-    throw FormatError("tensor '" + name + "' in " + w.file_of(name) + " has shape " + any.shape().str() + ", expected " +
-                      Shape{experts, rows, cols}.str());
+    throw FormatError("tensor '" + name + "' in " + w.file_of(name) + " has shape " + any.shape().str() +
+                      ", expected " + Shape{experts, rows, cols}.str());
   const std::string sn = name + "_scale_inv";
-  if (!w.contains(sn)) throw FormatError("fp8 checkpoint " + w.dir() + " has no tensor '" + sn + "' (the scales of fused experts '" + name + "')");
+  if (!w.contains(sn))
+    throw FormatError("fp8 checkpoint " + w.dir() + " has no tensor '" + sn + "' (the scales of fused experts '" +
+                      name + "')");
   const Tensor st = w.get_any_shape(sn);
   if (!is_float_dtype(st.dtype()))
-    throw FormatError("tensor '" + sn + "' in " + w.file_of(sn) + " has dtype " + std::string(dtype_name(st.dtype())) + ", expected f32, bf16 or f16");
+    throw FormatError("tensor '" + sn + "' in " + w.file_of(sn) + " has dtype " + std::string(dtype_name(st.dtype())) +
+                      ", expected f32, bf16 or f16");
   const bool block = c.block_n > 0;
   const int64_t gr = block ? cdiv(rows, c.block_n) : 1, gc = block ? cdiv(cols, c.block_k) : 1;
   if (st.numel() != experts * gr * gc)
     throw FormatError("tensor '" + sn + "' in " + w.file_of(sn) + " has shape " + st.shape().str() + ", expected " +
-                      Shape{experts, gr, gc}.str() + (block ? " (one scale per expert and [block_n, block_k] block)" : " (one scale per expert)"));
+                      Shape{experts, gr, gc}.str() +
+                      (block ? " (one scale per expert and [block_n, block_k] block)" : " (one scale per expert)"));
   for (int64_t e = 0; e < experts; ++e) {
     std::vector<float> grid(static_cast<size_t>(gr * gc));
     for (size_t i = 0; i < grid.size(); ++i) {
       grid[i] = load_as_f32(st.raw(), st.dtype(), static_cast<size_t>(e * gr * gc) + i);
-      if (!std::isfinite(grid[i])) throw FormatError("tensor '" + sn + "' in " + w.file_of(sn) + " holds a non-finite scale for expert " + std::to_string(e));
+      if (!std::isfinite(grid[i]))
+        throw FormatError("tensor '" + sn + "' in " + w.file_of(sn) + " holds a non-finite scale for expert " +
+                          std::to_string(e));
     }
     auto q = std::make_shared<QuantParams>();
     q->in_features = cols;
@@ -515,8 +582,9 @@ std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& 
 }
 
 int64_t parameter_count(const WeightStore& w, const std::string& name) {
-  static const char* const kParams[] = {".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv", ".weight_zero_point",
-                                        ".weight_shape", ".weight_g_idx", "_scale_inv"};
+  static const char* const kParams[] = {".qzeros",       ".scales",           ".g_idx",
+                                        ".weight_scale", ".weight_scale_inv", ".weight_zero_point",
+                                        ".weight_shape", ".weight_g_idx",     "_scale_inv"};
   auto ends = [&](const char* t) {
     const size_t n = std::strlen(t);
     return name.size() >= n && name.compare(name.size() - n, n, t) == 0;
@@ -534,8 +602,10 @@ std::string describe_weights(const WeightStore& w) {
   const QuantConfig& c = w.quant_config();
   if (!c.quantized()) return dense;
   std::string what = quant_method_name(c.method);
-  if (c.method == QuantMethod::Fp8) what += c.block_n > 0 ? " block " + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) : " per tensor";
-  if (c.method == QuantMethod::Gptq || c.method == QuantMethod::Awq) what += " int4 group " + std::to_string(c.group_size);
+  if (c.method == QuantMethod::Fp8)
+    what += c.block_n > 0 ? " block " + std::to_string(c.block_n) + "x" + std::to_string(c.block_k) : " per tensor";
+  if (c.method == QuantMethod::Gptq || c.method == QuantMethod::Awq)
+    what += " int4 group " + std::to_string(c.group_size);
   if (c.method == QuantMethod::CompressedTensors) what += " " + c.format;
   return what;
 }

@@ -27,7 +27,8 @@ Weight load_linear_stacked(const WeightStore& w, const std::vector<std::string>&
 // The experts of a fused tensor `name` [experts, rows, cols] (Qwen3.5's experts.gate_up_proj and
 // experts.down_proj): a view per expert when dense; fp8 with `<name>_scale_inv`
 // [experts, ceil(rows / block_n), ceil(cols / block_k)] when the checkpoint is block fp8.
-std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& name, int64_t experts, int64_t rows, int64_t cols);
+std::vector<Weight> load_fused_experts(const WeightStore& w, const std::string& name, int64_t experts, int64_t rows,
+                                       int64_t cols);
 
 // The model parameters tensor `name` holds: its elements, eight per int32 word of packed int4 codes
 // (GPTQ / AWQ qweight, compressed-tensors weight_packed), none for quantisation parameters (scales, zero

@@ -14,11 +14,11 @@ namespace opchain {
 namespace model_file {
 inline constexpr std::string_view kConfig = "config.json";
 inline constexpr std::string_view kGenerationConfig = "generation_config.json";
-inline constexpr std::string_view kWeights = "model.safetensors";                 // one file of weights
+inline constexpr std::string_view kWeights = "model.safetensors";                  // one file of weights
 inline constexpr std::string_view kWeightsIndex = "model.safetensors.index.json";  // or shards, by this index
 inline constexpr std::string_view kTokenizer = "tokenizer.json";
 inline constexpr std::string_view kTokenizerConfig = "tokenizer_config.json";
-inline constexpr std::string_view kChatTemplate = "chat_template.jinja";  // wins over the fields below
+inline constexpr std::string_view kChatTemplate = "chat_template.jinja";     // wins over the fields below
 inline constexpr std::string_view kChatTemplateJson = "chat_template.json";  // processor-style {"chat_template": ...}
 }  // namespace model_file
 
@@ -31,10 +31,10 @@ struct ModelFile {
 
 struct ModelDirectory {
   std::string dir;
-  ModelFile config;              // config.json
-  ModelFile generation_config;   // generation_config.json
-  ModelFile weights_index;       // model.safetensors.index.json (sharded weights)
-  std::string weights_path;      // model.safetensors: memory-mapped by WeightStore, so not read here
+  ModelFile config;             // config.json
+  ModelFile generation_config;  // generation_config.json
+  ModelFile weights_index;      // model.safetensors.index.json (sharded weights)
+  std::string weights_path;     // model.safetensors: memory-mapped by WeightStore, so not read here
   bool has_single_weights = false;
   ModelFile tokenizer;           // tokenizer.json
   ModelFile tokenizer_config;    // tokenizer_config.json (special tokens, the chat_template field)

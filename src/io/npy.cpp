@@ -1,9 +1,9 @@
 #include "io/npy.h"
 
-#include <cstring>
-#include <fstream>
 #include <algorithm>
 #include <charconv>
+#include <cstring>
+#include <fstream>
 
 #include "core/error.h"
 #include "io/input_errors.h"
@@ -69,7 +69,8 @@ NpyArray read_npy_unguarded(const std::string& path) {
   in.read(header.data(), header_len);
   if (!in) throw FormatError(path + ": truncated .npy header");
   if (header.find("'<f4'") == std::string::npos) throw FormatError(path + ": only little-endian float32 is supported");
-  if (header.find("'fortran_order': True") != std::string::npos) throw FormatError(path + ": Fortran order not supported");
+  if (header.find("'fortran_order': True") != std::string::npos)
+    throw FormatError(path + ": Fortran order not supported");
   NpyArray a;
   a.shape = parse_shape(header, path);
   const uint64_t data_bytes = file_size - static_cast<uint64_t>(in.tellg());

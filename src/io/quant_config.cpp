@@ -13,11 +13,16 @@ using nlohmann::json;
 
 const char* quant_method_name(QuantMethod m) {
   switch (m) {
-    case QuantMethod::None: return "none";
-    case QuantMethod::Fp8: return "fp8";
-    case QuantMethod::Gptq: return "gptq";
-    case QuantMethod::Awq: return "awq";
-    case QuantMethod::CompressedTensors: return "compressed-tensors";
+    case QuantMethod::None:
+      return "none";
+    case QuantMethod::Fp8:
+      return "fp8";
+    case QuantMethod::Gptq:
+      return "gptq";
+    case QuantMethod::Awq:
+      return "awq";
+    case QuantMethod::CompressedTensors:
+      return "compressed-tensors";
   }
   return "?";
 }
@@ -92,7 +97,8 @@ CtArgs parse_ct_args(const json& a, const std::string& where) {
   c.is_float = type == "float";
   c.symmetric = k.boolean("symmetric", true);
   c.group_size = k.integer("group_size", 0);
-  c.dynamic = a.contains("dynamic") && ((a["dynamic"].is_boolean() && a["dynamic"].get<bool>()) || a["dynamic"].is_string());
+  c.dynamic =
+      a.contains("dynamic") && ((a["dynamic"].is_boolean() && a["dynamic"].get<bool>()) || a["dynamic"].is_string());
   c.strategy = k.string("strategy", "");
   if (c.strategy.empty()) c.strategy = c.group_size > 0 ? "group" : c.group_size == -1 ? "channel" : "tensor";
   if (k.has("block_structure")) {
@@ -107,25 +113,32 @@ CtArgs parse_ct_args(const json& a, const std::string& where) {
 
 // The (weights, activations) combinations the engine runs, per compressed-tensors format.
 void check_ct_scheme(const CtScheme& s, const std::string& where) {
-  if (!s.weights) throw FormatError(where + ": a config group without 'weights' (activation-only quantisation) is not supported");
+  if (!s.weights)
+    throw FormatError(where + ": a config group without 'weights' (activation-only quantisation) is not supported");
   const CtArgs& w = *s.weights;
   const bool int4 = !w.is_float && w.bits == 4 && (w.strategy == "group" || w.strategy == "channel");
   const bool int8 = !w.is_float && w.bits == 8 && w.strategy == "channel";
-  const bool fp8 = w.is_float && w.bits == 8 && (w.strategy == "tensor" || w.strategy == "channel" || w.strategy == "block");
+  const bool fp8 =
+      w.is_float && w.bits == 8 && (w.strategy == "tensor" || w.strategy == "channel" || w.strategy == "block");
   if (!int4 && !int8 && !fp8)
-    throw FormatError(where + ": weights of " + std::to_string(w.bits) + "-bit " + (w.is_float ? "float" : "int") + " with strategy '" +
-                      w.strategy + "' are not supported (int4 group/channel, int8 channel, fp8 tensor/channel/block)");
-  if (int4 && w.strategy == "group" && w.group_size <= 0) throw FormatError(where + ": group strategy without a positive group_size");
+    throw FormatError(where + ": weights of " + std::to_string(w.bits) + "-bit " + (w.is_float ? "float" : "int") +
+                      " with strategy '" + w.strategy +
+                      "' are not supported (int4 group/channel, int8 channel, fp8 tensor/channel/block)");
+  if (int4 && w.strategy == "group" && w.group_size <= 0)
+    throw FormatError(where + ": group strategy without a positive group_size");
   if (fp8 && !w.symmetric) throw FormatError(where + ": asymmetric fp8 weights are not supported");
   if (s.input_activations) {
     const CtArgs& a = *s.input_activations;
-    if (!a.dynamic) throw FormatError(where + ": static input activations (input_scale) are not supported; dynamic ones are");
+    if (!a.dynamic)
+      throw FormatError(where + ": static input activations (input_scale) are not supported; dynamic ones are");
     if (!a.symmetric) throw FormatError(where + ": asymmetric input activations are not supported");
     const bool int8_token = int8 && !a.is_float && a.bits == 8 && a.strategy == "token";
     const bool fp8_act = fp8 && a.is_float && a.bits == 8 && (a.strategy == "token" || a.strategy == "group");
     if (!int8_token && !fp8_act)
-      throw FormatError(where + ": input activations of " + std::to_string(a.bits) + "-bit " + (a.is_float ? "float" : "int") +
-                        " with strategy '" + a.strategy + "' do not go with these weights (int8 weights: int8 per token; fp8 weights: fp8 per token or group)");
+      throw FormatError(
+          where + ": input activations of " + std::to_string(a.bits) + "-bit " + (a.is_float ? "float" : "int") +
+          " with strategy '" + a.strategy +
+          "' do not go with these weights (int8 weights: int8 per token; fp8 weights: fp8 per token or group)");
   }
 }
 
@@ -176,8 +189,8 @@ QuantConfig parse_quant_config(const std::string& text, const std::string& sourc
     c.dynamic_activations = act == "dynamic";
     if (k.has("weight_block_size")) {
       const json& b = q["weight_block_size"];
-      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() || b[0].get<int64_t>() <= 0 ||
-          b[1].get<int64_t>() <= 0)
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer() ||
+          b[0].get<int64_t>() <= 0 || b[1].get<int64_t>() <= 0)
         k.fail("weight_block_size", "must be two positive integers [block_n, block_k], got " + json_excerpt(b));
       c.block_n = b[0].get<int64_t>();
       c.block_k = b[1].get<int64_t>();
@@ -185,7 +198,8 @@ QuantConfig parse_quant_config(const std::string& text, const std::string& sourc
     }
     if (!c.dynamic_activations)
       k.fail("activation_scheme", "static (per-tensor input_scale) is not supported; dynamic activations are");
-    c.not_converted = k.has("modules_to_not_convert") ? k.strings("modules_to_not_convert") : k.strings("ignored_layers");
+    c.not_converted =
+        k.has("modules_to_not_convert") ? k.strings("modules_to_not_convert") : k.strings("ignored_layers");
   } else if (method == "gptq") {
     c.method = QuantMethod::Gptq;
     c.bits = static_cast<int>(k.integer("bits", 4));
@@ -194,15 +208,19 @@ QuantConfig parse_quant_config(const std::string& text, const std::string& sourc
     if (c.group_size == 0 || c.group_size < -1) k.fail("group_size", "must be positive or -1");
     c.desc_act = k.boolean("desc_act", false);
     c.sym = k.boolean("sym", true);
-    const std::string fmt = k.has("checkpoint_format") ? k.string("checkpoint_format", "gptq") : k.string("format", "gptq");
+    const std::string fmt =
+        k.has("checkpoint_format") ? k.string("checkpoint_format", "gptq") : k.string("format", "gptq");
     if (fmt != "gptq" && fmt != "gptq_v2")
       k.fail("checkpoint_format", "is '" + fmt + "' (gptq or gptq_v2; repacked marlin/bitblas layouts are not read)");
     c.gptq_v2 = fmt == "gptq_v2";
     if (k.has("dynamic")) {
       if (!q["dynamic"].is_object()) k.fail("dynamic", "must be an object of per-module overrides");
       for (const auto& [key, v] : q["dynamic"].items()) {
-        if (key.rfind("-:", 0) == 0) c.not_converted.push_back(key.substr(2));
-        else if (!v.empty()) k.fail("dynamic", "overrides module parameters ('" + key + "'), which is not supported; only '-:' exclusions are");
+        if (key.rfind("-:", 0) == 0)
+          c.not_converted.push_back(key.substr(2));
+        else if (!v.empty())
+          k.fail("dynamic",
+                 "overrides module parameters ('" + key + "'), which is not supported; only '-:' exclusions are");
       }
     }
   } else if (method == "awq") {
@@ -229,7 +247,8 @@ QuantConfig parse_quant_config(const std::string& text, const std::string& sourc
       s.targets = gk.strings("targets");
       check_regexes(s.targets, gk, "targets");
       if (gk.has("weights")) s.weights = parse_ct_args(g["weights"], gw + ".weights");
-      if (gk.has("input_activations")) s.input_activations = parse_ct_args(g["input_activations"], gw + ".input_activations");
+      if (gk.has("input_activations"))
+        s.input_activations = parse_ct_args(g["input_activations"], gw + ".input_activations");
       s.format = gk.string("format", c.format);
       if (s.format != "int-quantized" && s.format != "naive-quantized" && s.format != "pack-quantized" &&
           s.format != "float-quantized")

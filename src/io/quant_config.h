@@ -14,9 +14,9 @@ const char* quant_method_name(QuantMethod m);
 // compressed-tensors QuantizationArgs (the parts a reader needs).
 struct CtArgs {
   int bits = 8;
-  bool is_float = false;     // type "float" (fp8) vs "int"
+  bool is_float = false;  // type "float" (fp8) vs "int"
   bool symmetric = true;
-  std::string strategy;      // tensor | channel | group | block | token
+  std::string strategy;  // tensor | channel | group | block | token
   int64_t group_size = 0;
   int64_t block_rows = 0, block_cols = 0;
   bool dynamic = false;
@@ -25,7 +25,7 @@ struct CtArgs {
 struct CtScheme {
   std::vector<std::string> targets;  // "Linear", exact module names, or "re:<regex>"
   std::optional<CtArgs> weights, input_activations;
-  std::string format;                // per-group format (mixed-precision), else the global one
+  std::string format;  // per-group format (mixed-precision), else the global one
 };
 
 struct QuantConfig {
@@ -39,8 +39,8 @@ struct QuantConfig {
   int64_t group_size = 128;  // -1: one group over all input channels
   bool desc_act = false;
   bool sym = true;
-  bool gptq_v2 = false;      // checkpoint_format gptq_v2: zeros stored as they are (v1 stores zero - 1)
-  bool zero_point = true;    // awq
+  bool gptq_v2 = false;    // checkpoint_format gptq_v2: zeros stored as they are (v1 stores zero - 1)
+  bool zero_point = true;  // awq
   // compressed-tensors
   std::string format;
   std::vector<CtScheme> schemes;

@@ -23,11 +23,16 @@ std::optional<QuantFormat> parse_quant_format(std::string_view s) {
 
 const char* quant_format_name(QuantFormat f) {
   switch (f) {
-    case QuantFormat::Fp8Block: return "fp8-block";
-    case QuantFormat::Gptq: return "gptq";
-    case QuantFormat::Awq: return "awq";
-    case QuantFormat::W8A8: return "w8a8";
-    case QuantFormat::W4A16: return "w4a16";
+    case QuantFormat::Fp8Block:
+      return "fp8-block";
+    case QuantFormat::Gptq:
+      return "gptq";
+    case QuantFormat::Awq:
+      return "awq";
+    case QuantFormat::W8A8:
+      return "w8a8";
+    case QuantFormat::W4A16:
+      return "w4a16";
   }
   return "?";
 }
@@ -39,15 +44,20 @@ bool uses_groups(QuantFormat f) { return f == QuantFormat::Gptq || f == QuantFor
 
 void check_options(const QuantFormatOptions& o) {
   if (uses_groups(o.format) && o.group_size != -1 && o.group_size <= 0)
-    throw InvalidArgumentError(std::string(quant_format_name(o.format)) + ": group_size must be positive or -1, got " + std::to_string(o.group_size));
+    throw InvalidArgumentError(std::string(quant_format_name(o.format)) + ": group_size must be positive or -1, got " +
+                               std::to_string(o.group_size));
   if (o.lm_head && o.format == QuantFormat::Awq)
-    throw InvalidArgumentError("awq: AutoAWQ never quantises lm_head, and AWQ readers do not expect it; use gptq or w4a16");
+    throw InvalidArgumentError(
+        "awq: AutoAWQ never quantises lm_head, and AWQ readers do not expect it; use gptq or w4a16");
   if (o.format == QuantFormat::Fp8Block && (o.block_n <= 0 || o.block_k <= 0))
-    throw InvalidArgumentError("fp8-block: block sizes must be positive, got " + std::to_string(o.block_n) + "x" + std::to_string(o.block_k));
+    throw InvalidArgumentError("fp8-block: block sizes must be positive, got " + std::to_string(o.block_n) + "x" +
+                               std::to_string(o.block_k));
 }
 
 // Input channels per group; formats without groups (and -1) have one group per row.
-int64_t group_width(const QuantFormatOptions& o, int64_t in) { return uses_groups(o.format) && o.group_size > 0 ? o.group_size : in; }
+int64_t group_width(const QuantFormatOptions& o, int64_t in) {
+  return uses_groups(o.format) && o.group_size > 0 ? o.group_size : in;
+}
 
 // A scale as the file will hold it, so that codes are computed against the value a reader sees.
 float stored(float x, DType t) {
@@ -59,10 +69,17 @@ float stored(float x, DType t) {
 Tensor float_tensor(const std::vector<float>& v, const Shape& s, DType t) {
   Tensor out = Tensor::empty(t, s);
   for (size_t i = 0; i < v.size(); ++i) switch (t) {
-      case DType::F32: out.data<float>()[i] = v[i]; break;
-      case DType::BF16: out.data<uint16_t>()[i] = f32_to_bf16(v[i]); break;
-      case DType::F16: out.data<uint16_t>()[i] = f32_to_f16(v[i]); break;
-      default: throw InvalidArgumentError("scales are stored as f32, bf16 or f16, not " + std::string(dtype_name(t)));
+      case DType::F32:
+        out.data<float>()[i] = v[i];
+        break;
+      case DType::BF16:
+        out.data<uint16_t>()[i] = f32_to_bf16(v[i]);
+        break;
+      case DType::F16:
+        out.data<uint16_t>()[i] = f32_to_f16(v[i]);
+        break;
+      default:
+        throw InvalidArgumentError("scales are stored as f32, bf16 or f16, not " + std::string(dtype_name(t)));
     }
   return out;
 }
@@ -112,7 +129,8 @@ std::vector<std::vector<int64_t>> group_members(const std::vector<int32_t>& g, i
 
 // ---- fp8 blocks (DeepSeek-V3's recipe: scale = amax / 448 per block, codes e4m3 of w / scale) ----
 
-void fp8_block_quantize(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in, uint8_t* codes, std::vector<float>& grid) {
+void fp8_block_quantize(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in, uint8_t* codes,
+                        std::vector<float>& grid) {
   const int64_t gr = cdiv(out, o.block_n), gc = cdiv(in, o.block_k);
   grid.assign(static_cast<size_t>(gr * gc), 0.0f);
   for (int64_t r = 0; r < out; ++r)
@@ -172,13 +190,18 @@ std::vector<Tensor> gptq(const QuantFormatOptions& o, const float* w, int64_t ou
       scale = stored(scale, o.scale_dtype);
       scales[static_cast<size_t>(gi * out + r)] = scale;
       zeros[static_cast<size_t>(gi * out + r)] = zero;
-      for (int64_t k : ks) q[static_cast<size_t>(r * in + k)] = static_cast<uint8_t>(std::clamp(round_even(w[r * in + k] / scale) + zero, 0.0f, 15.0f));
+      for (int64_t k : ks)
+        q[static_cast<size_t>(r * in + k)] =
+            static_cast<uint8_t>(std::clamp(round_even(w[r * in + k] / scale) + zero, 0.0f, 15.0f));
     }
   });
-  std::vector<uint32_t> qweight(static_cast<size_t>((in / 8) * out), 0), qzeros(static_cast<size_t>(groups * (out / 8)), 0);
+  std::vector<uint32_t> qweight(static_cast<size_t>((in / 8) * out), 0),
+      qzeros(static_cast<size_t>(groups * (out / 8)), 0);
   for (int64_t rw = 0; rw < in / 8; ++rw)
     for (int64_t r = 0; r < out; ++r)
-      for (int j = 0; j < 8; ++j) qweight[static_cast<size_t>(rw * out + r)] |= static_cast<uint32_t>(q[static_cast<size_t>(r * in + 8 * rw + j)]) << (4 * j);
+      for (int j = 0; j < 8; ++j)
+        qweight[static_cast<size_t>(rw * out + r)] |= static_cast<uint32_t>(q[static_cast<size_t>(r * in + 8 * rw + j)])
+                                                      << (4 * j);
   for (int64_t gi = 0; gi < groups; ++gi)
     for (int64_t r = 0; r < out; ++r) {
       const int z = zeros[static_cast<size_t>(gi * out + r)] - (o.gptq_v2 ? 0 : 1);
@@ -186,7 +209,8 @@ std::vector<Tensor> gptq(const QuantFormatOptions& o, const float* w, int64_t ou
     }
   Tensor g_idx = Tensor::empty(DType::I32, {in});
   std::memcpy(g_idx.raw(), g.data(), g.size() * 4);
-  return {int32_tensor(qweight, {in / 8, out}), int32_tensor(qzeros, {groups, out / 8}), float_tensor(scales, {groups, out}, o.scale_dtype), g_idx};
+  return {int32_tensor(qweight, {in / 8, out}), int32_tensor(qzeros, {groups, out / 8}),
+          float_tensor(scales, {groups, out}, o.scale_dtype), g_idx};
 }
 
 // ---- AWQ (AutoAWQ's pseudo_quantize_tensor and WQLinear_GEMM.from_linear) ----
@@ -210,26 +234,31 @@ std::vector<Tensor> awq(const QuantFormatOptions& o, const float* w, int64_t out
         const float amax = std::max(-lo, hi);
         scale = stored(amax > 0.0f ? amax / 7.0f : 1.0f, o.scale_dtype);
         for (int64_t k = 0; k < gs; ++k)
-          q[static_cast<size_t>(r * in + gi * gs + k)] = static_cast<uint8_t>(std::clamp(round_even(row[k] / scale), -8.0f, 7.0f) + 8.0f);
+          q[static_cast<size_t>(r * in + gi * gs + k)] =
+              static_cast<uint8_t>(std::clamp(round_even(row[k] / scale), -8.0f, 7.0f) + 8.0f);
       } else {
         scale = stored(std::max(hi - lo, 1e-5f) / 15.0f, o.scale_dtype);
         zero = static_cast<int>(std::clamp(-round_even(lo / scale), 0.0f, 15.0f));
         for (int64_t k = 0; k < gs; ++k)
-          q[static_cast<size_t>(r * in + gi * gs + k)] = static_cast<uint8_t>(std::clamp(round_even(row[k] / scale) + zero, 0.0f, 15.0f));
+          q[static_cast<size_t>(r * in + gi * gs + k)] =
+              static_cast<uint8_t>(std::clamp(round_even(row[k] / scale) + zero, 0.0f, 15.0f));
       }
       scales[static_cast<size_t>(gi * out + r)] = scale;
       zeros[static_cast<size_t>(gi * out + r)] = zero;
     }
   });
-  std::vector<uint32_t> qweight(static_cast<size_t>(in * (out / 8)), 0), qzeros(static_cast<size_t>(groups * (out / 8)), 0);
+  std::vector<uint32_t> qweight(static_cast<size_t>(in * (out / 8)), 0),
+      qzeros(static_cast<size_t>(groups * (out / 8)), 0);
   for (int64_t k = 0; k < in; ++k)
     for (int64_t c = 0; c < out / 8; ++c)
       for (int i = 0; i < 8; ++i)
-        qweight[static_cast<size_t>(k * (out / 8) + c)] |= static_cast<uint32_t>(q[static_cast<size_t>((8 * c + kAwqOrder[i]) * in + k)]) << (4 * i);
+        qweight[static_cast<size_t>(k * (out / 8) + c)] |=
+            static_cast<uint32_t>(q[static_cast<size_t>((8 * c + kAwqOrder[i]) * in + k)]) << (4 * i);
   for (int64_t gi = 0; gi < groups; ++gi)
     for (int64_t c = 0; c < out / 8; ++c)
       for (int i = 0; i < 8; ++i)
-        qzeros[static_cast<size_t>(gi * (out / 8) + c)] |= static_cast<uint32_t>(zeros[static_cast<size_t>(gi * out + 8 * c + kAwqOrder[i])]) << (4 * i);
+        qzeros[static_cast<size_t>(gi * (out / 8) + c)] |=
+            static_cast<uint32_t>(zeros[static_cast<size_t>(gi * out + 8 * c + kAwqOrder[i])]) << (4 * i);
   std::vector<Tensor> t = {int32_tensor(qweight, {in, out / 8})};
   if (!o.symmetric) t.push_back(int32_tensor(qzeros, {groups, out / 8}));
   t.push_back(float_tensor(scales, {groups, out}, o.scale_dtype));
@@ -241,13 +270,16 @@ std::vector<Tensor> awq(const QuantFormatOptions& o, const float* w, int64_t out
 std::vector<Tensor> w8a8(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in) {
   Tensor codes = Tensor::empty(DType::I8, {out, in});
   std::vector<float> scales(static_cast<size_t>(out));
-  for_rows(out, [&](int64_t r) { {
-    float amax = 0.0f;
-    for (int64_t k = 0; k < in; ++k) amax = std::max(amax, std::fabs(w[r * in + k]));
-    const float s = stored(amax > 0.0f ? amax / 127.5f : 1.0f, o.scale_dtype);  // symmetric: amax / (255 / 2)
-    scales[static_cast<size_t>(r)] = s;
-    for (int64_t k = 0; k < in; ++k) codes.data<int8_t>()[r * in + k] = static_cast<int8_t>(round_even(std::clamp(w[r * in + k] / s, -128.0f, 127.0f)));
-  }
+  for_rows(out, [&](int64_t r) {
+    {
+      float amax = 0.0f;
+      for (int64_t k = 0; k < in; ++k) amax = std::max(amax, std::fabs(w[r * in + k]));
+      const float s = stored(amax > 0.0f ? amax / 127.5f : 1.0f, o.scale_dtype);  // symmetric: amax / (255 / 2)
+      scales[static_cast<size_t>(r)] = s;
+      for (int64_t k = 0; k < in; ++k)
+        codes.data<int8_t>()[r * in + k] =
+            static_cast<int8_t>(round_even(std::clamp(w[r * in + k] / s, -128.0f, 127.0f)));
+    }
   });
   return {codes, float_tensor(scales, {out, 1}, o.scale_dtype)};
 }
@@ -276,23 +308,27 @@ std::vector<Tensor> w4a16(const QuantFormatOptions& o, const float* w, int64_t o
       scales[static_cast<size_t>(r * groups + gi)] = s;
       zps[static_cast<size_t>(r * groups + gi)] = zp;
       for (int64_t k : ks)
-        q[static_cast<size_t>(r * in + k)] = static_cast<int>(round_even(std::clamp(w[r * in + k] / s + static_cast<float>(zp), -8.0f, 7.0f)));
+        q[static_cast<size_t>(r * in + k)] =
+            static_cast<int>(round_even(std::clamp(w[r * in + k] / s + static_cast<float>(zp), -8.0f, 7.0f)));
     }
   });
   const int64_t words = cdiv(in, 8);
   std::vector<uint32_t> packed(static_cast<size_t>(out * words), 0);
   for (int64_t r = 0; r < out; ++r)
     for (int64_t k = 0; k < in; ++k)
-      packed[static_cast<size_t>(r * words + k / 8)] |= static_cast<uint32_t>(q[static_cast<size_t>(r * in + k)] + 8) << (4 * (k % 8));
+      packed[static_cast<size_t>(r * words + k / 8)] |= static_cast<uint32_t>(q[static_cast<size_t>(r * in + k)] + 8)
+                                                        << (4 * (k % 8));
   Tensor shape = Tensor::empty(DType::I64, {2});
   shape.data<int64_t>()[0] = out;
   shape.data<int64_t>()[1] = in;
-  std::vector<Tensor> t = {int32_tensor(packed, {out, words}), float_tensor(scales, {out, groups}, o.scale_dtype), shape};
+  std::vector<Tensor> t = {int32_tensor(packed, {out, words}), float_tensor(scales, {out, groups}, o.scale_dtype),
+                           shape};
   if (!o.symmetric) {
     std::vector<uint32_t> zp_packed(static_cast<size_t>(cdiv(out, 8) * groups), 0);
     for (int64_t r = 0; r < out; ++r)
       for (int64_t gi = 0; gi < groups; ++gi)
-        zp_packed[static_cast<size_t>((r / 8) * groups + gi)] |= static_cast<uint32_t>(zps[static_cast<size_t>(r * groups + gi)] + 8) << (4 * (r % 8));
+        zp_packed[static_cast<size_t>((r / 8) * groups + gi)] |=
+            static_cast<uint32_t>(zps[static_cast<size_t>(r * groups + gi)] + 8) << (4 * (r % 8));
     t.push_back(int32_tensor(zp_packed, {cdiv(out, 8), groups}));
   }
   if (o.act_order) {
@@ -303,10 +339,18 @@ std::vector<Tensor> w4a16(const QuantFormatOptions& o, const float* w, int64_t o
   return t;
 }
 
-json ct_args(int bits, const char* type, bool symmetric, const char* strategy, const json& group_size, bool dynamic, const json& actorder) {
-  return {{"num_bits", bits},        {"type", type},         {"symmetric", symmetric}, {"strategy", strategy},
-          {"group_size", group_size}, {"block_structure", nullptr}, {"dynamic", dynamic}, {"actorder", actorder},
-          {"observer", dynamic ? json(nullptr) : json("minmax")}, {"observer_kwargs", json::object()}};
+json ct_args(int bits, const char* type, bool symmetric, const char* strategy, const json& group_size, bool dynamic,
+             const json& actorder) {
+  return {{"num_bits", bits},
+          {"type", type},
+          {"symmetric", symmetric},
+          {"strategy", strategy},
+          {"group_size", group_size},
+          {"block_structure", nullptr},
+          {"dynamic", dynamic},
+          {"actorder", actorder},
+          {"observer", dynamic ? json(nullptr) : json("minmax")},
+          {"observer_kwargs", json::object()}};
 }
 
 std::string regex_escape(const std::string& s) {
@@ -329,28 +373,39 @@ bool format_holds(const QuantFormatOptions& o, int64_t out, int64_t in, std::str
   const int64_t gs = group_width(o, in);
   switch (o.format) {
     case QuantFormat::Fp8Block:
-    case QuantFormat::W8A8: return true;
+    case QuantFormat::W8A8:
+      return true;
     case QuantFormat::Gptq:
-      if (in % 8) return no("gptq packs 8 input channels per int32, and " + std::to_string(in) + " is not a multiple of 8");
-      if (out % 8) return no("gptq packs zeros of 8 output channels per int32, and " + std::to_string(out) + " is not a multiple of 8");
+      if (in % 8)
+        return no("gptq packs 8 input channels per int32, and " + std::to_string(in) + " is not a multiple of 8");
+      if (out % 8)
+        return no("gptq packs zeros of 8 output channels per int32, and " + std::to_string(out) +
+                  " is not a multiple of 8");
       return true;
     case QuantFormat::Awq:
-      if (out % 8) return no("awq packs 8 output channels per int32, and " + std::to_string(out) + " is not a multiple of 8");
-      if (in % gs) return no("awq needs whole groups, and " + std::to_string(in) + " input channels is not a multiple of group_size " + std::to_string(gs));
+      if (out % 8)
+        return no("awq packs 8 output channels per int32, and " + std::to_string(out) + " is not a multiple of 8");
+      if (in % gs)
+        return no("awq needs whole groups, and " + std::to_string(in) +
+                  " input channels is not a multiple of group_size " + std::to_string(gs));
       return true;
     case QuantFormat::W4A16:
-      if (in % gs) return no("compressed-tensors needs whole groups, and " + std::to_string(in) + " input channels is not a multiple of group_size " + std::to_string(gs));
+      if (in % gs)
+        return no("compressed-tensors needs whole groups, and " + std::to_string(in) +
+                  " input channels is not a multiple of group_size " + std::to_string(gs));
       return true;
   }
   return false;
 }
 
-std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, const std::string& m, int64_t out, int64_t in) {
+std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, const std::string& m, int64_t out,
+                                               int64_t in) {
   check_options(o);
   const int64_t gs = group_width(o, in), groups = cdiv(in, gs);
   switch (o.format) {
     case QuantFormat::Fp8Block:
-      return {{m + ".weight", DType::F8E4M3, {out, in}}, {m + ".weight_scale_inv", o.scale_dtype, {cdiv(out, o.block_n), cdiv(in, o.block_k)}}};
+      return {{m + ".weight", DType::F8E4M3, {out, in}},
+              {m + ".weight_scale_inv", o.scale_dtype, {cdiv(out, o.block_n), cdiv(in, o.block_k)}}};
     case QuantFormat::Gptq:
       return {{m + ".qweight", DType::I32, {in / 8, out}},
               {m + ".qzeros", DType::I32, {groups, out / 8}},
@@ -362,7 +417,8 @@ std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, cons
       d.push_back({m + ".scales", o.scale_dtype, {groups, out}});
       return d;
     }
-    case QuantFormat::W8A8: return {{m + ".weight", DType::I8, {out, in}}, {m + ".weight_scale", o.scale_dtype, {out, 1}}};
+    case QuantFormat::W8A8:
+      return {{m + ".weight", DType::I8, {out, in}}, {m + ".weight_scale", o.scale_dtype, {out, 1}}};
     case QuantFormat::W4A16: {
       std::vector<TensorDecl> d = {{m + ".weight_packed", DType::I32, {out, cdiv(in, 8)}},
                                    {m + ".weight_scale", o.scale_dtype, {out, groups}},
@@ -377,25 +433,36 @@ std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, cons
 
 std::vector<Tensor> quantize_linear(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in) {
   std::string why;
-  if (!format_holds(o, out, in, &why)) throw InvalidArgumentError(std::string("cannot write a [") + std::to_string(out) + ", " + std::to_string(in) + "] layer as " + quant_format_name(o.format) + ": " + why);
+  if (!format_holds(o, out, in, &why))
+    throw InvalidArgumentError(std::string("cannot write a [") + std::to_string(out) + ", " + std::to_string(in) +
+                               "] layer as " + quant_format_name(o.format) + ": " + why);
   switch (o.format) {
-    case QuantFormat::Fp8Block: return fp8_block(o, w, out, in);
-    case QuantFormat::Gptq: return gptq(o, w, out, in);
-    case QuantFormat::Awq: return awq(o, w, out, in);
-    case QuantFormat::W8A8: return w8a8(o, w, out, in);
-    case QuantFormat::W4A16: return w4a16(o, w, out, in);
+    case QuantFormat::Fp8Block:
+      return fp8_block(o, w, out, in);
+    case QuantFormat::Gptq:
+      return gptq(o, w, out, in);
+    case QuantFormat::Awq:
+      return awq(o, w, out, in);
+    case QuantFormat::W8A8:
+      return w8a8(o, w, out, in);
+    case QuantFormat::W4A16:
+      return w4a16(o, w, out, in);
   }
   return {};
 }
 
-std::vector<TensorDecl> quantized_fused_expert_decls(const QuantFormatOptions& o, const std::string& name, int64_t experts, int64_t rows,
-                                                     int64_t cols) {
+std::vector<TensorDecl> quantized_fused_expert_decls(const QuantFormatOptions& o, const std::string& name,
+                                                     int64_t experts, int64_t rows, int64_t cols) {
   check_options(o);
-  return {{name, DType::F8E4M3, {experts, rows, cols}}, {name + "_scale_inv", o.scale_dtype, {experts, cdiv(rows, o.block_n), cdiv(cols, o.block_k)}}};
+  return {{name, DType::F8E4M3, {experts, rows, cols}},
+          {name + "_scale_inv", o.scale_dtype, {experts, cdiv(rows, o.block_n), cdiv(cols, o.block_k)}}};
 }
 
-std::vector<Tensor> quantize_fused_experts(const QuantFormatOptions& o, const float* w, int64_t experts, int64_t rows, int64_t cols) {
-  if (o.format != QuantFormat::Fp8Block) throw InvalidArgumentError(std::string("fused expert tensors are written as fp8 blocks only, not ") + quant_format_name(o.format));
+std::vector<Tensor> quantize_fused_experts(const QuantFormatOptions& o, const float* w, int64_t experts, int64_t rows,
+                                           int64_t cols) {
+  if (o.format != QuantFormat::Fp8Block)
+    throw InvalidArgumentError(std::string("fused expert tensors are written as fp8 blocks only, not ") +
+                               quant_format_name(o.format));
   const int64_t gr = cdiv(rows, o.block_n), gc = cdiv(cols, o.block_k);
   Tensor codes = Tensor::empty(DType::F8E4M3, {experts, rows, cols});
   std::vector<float> all, grid;
@@ -409,18 +476,24 @@ std::vector<Tensor> quantize_fused_experts(const QuantFormatOptions& o, const fl
 json quantization_config_json(const QuantFormatOptions& o, const std::vector<std::string>& dense) {
   switch (o.format) {
     case QuantFormat::Fp8Block:
-      return {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"},
-              {"weight_block_size", {o.block_n, o.block_k}}, {"modules_to_not_convert", dense}};
+      return {{"quant_method", "fp8"},
+              {"fmt", "e4m3"},
+              {"activation_scheme", "dynamic"},
+              {"weight_block_size", {o.block_n, o.block_k}},
+              {"modules_to_not_convert", dense}};
     case QuantFormat::Gptq: {
       json dynamic = json::object();
       for (const auto& m : dense) dynamic["-:" + regex_escape(m) + "$"] = json::object();
-      return {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", o.group_size}, {"desc_act", o.act_order}, {"sym", o.symmetric},
-              {"static_groups", false}, {"true_sequential", true}, {"damp_percent", 0.01}, {"lm_head", o.lm_head},
-              {"checkpoint_format", o.gptq_v2 ? "gptq_v2" : "gptq"}, {"dynamic", dynamic}};
+      return {{"quant_method", "gptq"},     {"bits", 4},
+              {"group_size", o.group_size}, {"desc_act", o.act_order},
+              {"sym", o.symmetric},         {"static_groups", false},
+              {"true_sequential", true},    {"damp_percent", 0.01},
+              {"lm_head", o.lm_head},       {"checkpoint_format", o.gptq_v2 ? "gptq_v2" : "gptq"},
+              {"dynamic", dynamic}};
     }
     case QuantFormat::Awq:
-      return {{"quant_method", "awq"}, {"bits", 4}, {"group_size", o.group_size}, {"zero_point", !o.symmetric}, {"version", "gemm"},
-              {"modules_to_not_convert", dense}};
+      return {{"quant_method", "awq"},      {"bits", 4},         {"group_size", o.group_size},
+              {"zero_point", !o.symmetric}, {"version", "gemm"}, {"modules_to_not_convert", dense}};
     case QuantFormat::W8A8:
     case QuantFormat::W4A16: {
       const bool w8 = o.format == QuantFormat::W8A8;
@@ -431,13 +504,19 @@ json quantization_config_json(const QuantFormatOptions& o, const std::vector<std
         group["input_activations"] = ct_args(8, "int", true, "token", nullptr, true, nullptr);
       } else {
         const bool channel = o.group_size == -1;
-        group["weights"] = ct_args(4, "int", o.symmetric, channel ? "channel" : "group", channel ? json(nullptr) : json(o.group_size), false,
-                                   o.act_order ? json("group") : json(nullptr));
+        group["weights"] =
+            ct_args(4, "int", o.symmetric, channel ? "channel" : "group", channel ? json(nullptr) : json(o.group_size),
+                    false, o.act_order ? json("group") : json(nullptr));
         group["input_activations"] = nullptr;
       }
-      return {{"quant_method", "compressed-tensors"}, {"format", fmt}, {"quantization_status", "compressed"},
-              {"config_groups", {{"group_0", group}}}, {"ignore", dense}, {"kv_cache_scheme", nullptr},
-              {"global_compression_ratio", nullptr}, {"sparsity_config", json::object()}};
+      return {{"quant_method", "compressed-tensors"},
+              {"format", fmt},
+              {"quantization_status", "compressed"},
+              {"config_groups", {{"group_0", group}}},
+              {"ignore", dense},
+              {"kv_cache_scheme", nullptr},
+              {"global_compression_ratio", nullptr},
+              {"sparsity_config", json::object()}};
     }
   }
   return {};

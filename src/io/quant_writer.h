@@ -23,13 +23,13 @@ const char* quant_format_name(QuantFormat f);
 
 struct QuantFormatOptions {
   QuantFormat format = QuantFormat::W4A16;
-  int64_t group_size = 128;               // gptq, awq, w4a16: input channels per scale
-  int64_t block_n = 128, block_k = 128;   // fp8-block: weight_block_size
-  bool symmetric = true;                  // gptq sym, awq zero_point = !symmetric, w4a16 symmetric
-  bool act_order = false;                 // gptq desc_act (g_idx), w4a16 actorder "group" (weight_g_idx)
-  bool gptq_v2 = false;                   // gptq checkpoint_format gptq_v2 (zeros stored as they are)
-  DType scale_dtype = DType::F32;         // dtype of the stored scales (producers write f32, bf16 or f16)
-  bool lm_head = false;                   // quantise the output projection too (GPTQModel's lm_head: true)
+  int64_t group_size = 128;              // gptq, awq, w4a16: input channels per scale
+  int64_t block_n = 128, block_k = 128;  // fp8-block: weight_block_size
+  bool symmetric = true;                 // gptq sym, awq zero_point = !symmetric, w4a16 symmetric
+  bool act_order = false;                // gptq desc_act (g_idx), w4a16 actorder "group" (weight_g_idx)
+  bool gptq_v2 = false;                  // gptq checkpoint_format gptq_v2 (zeros stored as they are)
+  DType scale_dtype = DType::F32;        // dtype of the stored scales (producers write f32, bf16 or f16)
+  bool lm_head = false;                  // quantise the output projection too (GPTQModel's lm_head: true)
 };
 
 // Whether the format can hold a layer of this shape; when not, `why` says which rule it breaks and the
@@ -38,16 +38,18 @@ bool format_holds(const QuantFormatOptions& o, int64_t out, int64_t in, std::str
 
 // The tensors the format writes for linear layer `module` (dtypes, shapes, full names), in the order
 // quantize_linear returns them.
-std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, const std::string& module, int64_t out, int64_t in);
+std::vector<TensorDecl> quantized_linear_decls(const QuantFormatOptions& o, const std::string& module, int64_t out,
+                                               int64_t in);
 
 // W [out, in] (f32, row-major) quantised by round to nearest into those tensors.
 std::vector<Tensor> quantize_linear(const QuantFormatOptions& o, const float* w, int64_t out, int64_t in);
 
 // fp8-block only: fused experts `name` [experts, rows, cols] as F8_E4M3 plus `<name>_scale_inv`
 // [experts, ceil(rows / block_n), ceil(cols / block_k)] (the form transformers holds fp8 experts in).
-std::vector<TensorDecl> quantized_fused_expert_decls(const QuantFormatOptions& o, const std::string& name, int64_t experts, int64_t rows,
-                                                     int64_t cols);
-std::vector<Tensor> quantize_fused_experts(const QuantFormatOptions& o, const float* w, int64_t experts, int64_t rows, int64_t cols);
+std::vector<TensorDecl> quantized_fused_expert_decls(const QuantFormatOptions& o, const std::string& name,
+                                                     int64_t experts, int64_t rows, int64_t cols);
+std::vector<Tensor> quantize_fused_experts(const QuantFormatOptions& o, const float* w, int64_t experts, int64_t rows,
+                                           int64_t cols);
 
 // config.json's quantization_config for a model in this format whose linear layers `dense_modules`
 // were left unquantised (named in the format's own exclusion list).

@@ -50,7 +50,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
     if (header_len > size_ - 8)
-      throw bad(path, "header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(size_));
+      throw bad(path,
+                "header length " + std::to_string(header_len) + " exceeds the file size " + std::to_string(size_));
     if (header_len > (100u << 20)) throw bad(path, "header length " + std::to_string(header_len) + " over 100 MB");
     data_section_ = reinterpret_cast<const char*>(bytes) + 8 + header_len;
     const size_t data_size = size_ - 8 - header_len;
@@ -73,7 +74,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (!v["dtype"].is_string() || !parse_dtype(v["dtype"].get<std::string>(), e.dtype))
         throw bad(path, "tensor '" + name + "' has unsupported dtype " + json_excerpt(v["dtype"]));
       const auto& shp = v["shape"];
-      if (!shp.is_array() || shp.size() > 16) throw bad(path, "tensor '" + name + "' has a bad shape " + json_excerpt(shp));
+      if (!shp.is_array() || shp.size() > 16)
+        throw bad(path, "tensor '" + name + "' has a bad shape " + json_excerpt(shp));
       e.shape.ndim = 0;
       e.rank = static_cast<int>(shp.size());
       // The bound is on the product of the nonzero dims, tested before each multiplication: a product
@@ -88,8 +90,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                               std::to_string(kMaxTensorElements) + " elements");
         if (dim != 0) extent *= dim;
         // Dims past the fourth fold into the fourth: the entry keeps its size, and tensor() refuses it.
-        if (e.shape.ndim < kMaxDims) e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
-        else e.shape.dims[kMaxDims - 1] *= static_cast<int64_t>(dim);
+        if (e.shape.ndim < kMaxDims)
+          e.shape.dims[static_cast<size_t>(e.shape.ndim++)] = static_cast<int64_t>(dim);
+        else
+          e.shape.dims[kMaxDims - 1] *= static_cast<int64_t>(dim);
       }
       if (e.rank > kMaxDims)
         for (const auto& d : shp) e.file_dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
@@ -99,8 +103,9 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       e.begin = off[0].get<size_t>();
       e.end = off[1].get<size_t>();
       if (e.begin > e.end || e.end > data_size)
-        throw bad(path, "tensor '" + name + "' data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                            ") fall outside the data section of " + std::to_string(data_size) + " bytes");
+        throw bad(path, "tensor '" + name + "' data_offsets [" + std::to_string(e.begin) + ", " +
+                            std::to_string(e.end) + ") fall outside the data section of " + std::to_string(data_size) +
+                            " bytes");
       const size_t expect = static_cast<size_t>(e.shape.numel()) * dtype_size(e.dtype);
       if (e.end - e.begin != expect)
         throw bad(path, "tensor '" + name + "' occupies " + std::to_string(e.end - e.begin) + " bytes but its shape " +
@@ -156,7 +161,8 @@ WeightStore::WeightStore(const ModelDirectory& md) : dir_(md.dir) {
       throw FormatError("malformed " + index + ": no 'weight_map' object");
     std::map<std::string, const SafetensorsFile*> opened;
     for (auto& [tensor, file] : j["weight_map"].items()) {
-      if (!file.is_string()) throw FormatError("malformed " + index + ": weight_map['" + tensor + "'] is not a file name");
+      if (!file.is_string())
+        throw FormatError("malformed " + index + ": weight_map['" + tensor + "'] is not a file name");
       const std::string fname = file.get<std::string>();
       if (fname.find("..") != std::string::npos || fname.find('/') != std::string::npos)
         throw FormatError("malformed " + index + ": shard name '" + fname + "' leaves the model directory");
@@ -198,7 +204,8 @@ void WeightStore::release(const std::string& name) const {
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.raw()) + page - 1) / page * page;
   const uintptr_t end = (reinterpret_cast<uintptr_t>(t.raw()) + t.nbytes()) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
+  if (end > begin)
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
 }
 
 const SafetensorsEntry& WeightStore::entry(const std::string& name) const {
@@ -246,7 +253,8 @@ Tensor WeightStore::get_stacked_rows(const std::vector<std::string>& names, cons
   return out;
 }
 
-Tensor WeightStore::get_rows(const std::string& name, const Shape& expected, const std::vector<RowRange>& ranges) const {
+Tensor WeightStore::get_rows(const std::string& name, const Shape& expected,
+                             const std::vector<RowRange>& ranges) const {
   const Tensor t = get(name, expected);
   const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(t.size(0), 1));
   int64_t rows = 0;
@@ -297,7 +305,10 @@ DType WeightStore::dominant_dtype() const {
   DType best = DType::F32;
   size_t most = 0;
   for (auto [t, b] : bytes)
-    if (b > most) { most = b; best = t; }
+    if (b > most) {
+      most = b;
+      best = t;
+    }
   return best;
 }
 

@@ -14,10 +14,10 @@ namespace opchain {
 struct SafetensorsEntry {
   std::string name;
   DType dtype;
-  Shape shape;       // dims past kMaxDims are folded into the last one (see rank)
-  int rank = 0;      // the file's number of dims; tensor() refuses ranks above kMaxDims
+  Shape shape;                     // dims past kMaxDims are folded into the last one (see rank)
+  int rank = 0;                    // the file's number of dims; tensor() refuses ranks above kMaxDims
   std::vector<int64_t> file_dims;  // the file's dims, kept only when rank > kMaxDims (to copy such tensors)
-  size_t begin = 0;  // byte offsets into the data section
+  size_t begin = 0;                // byte offsets into the data section
   size_t end = 0;
 };
 

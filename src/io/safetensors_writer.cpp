@@ -21,14 +21,22 @@ namespace {
 
 std::string safetensors_dtype(DType t) {
   switch (t) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I32: return "I32";
-    case DType::I64: return "I64";
-    case DType::U8: return "U8";
-    case DType::I8: return "I8";
-    case DType::F8E4M3: return "F8_E4M3";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I32:
+      return "I32";
+    case DType::I64:
+      return "I64";
+    case DType::U8:
+      return "U8";
+    case DType::I8:
+      return "I8";
+    case DType::F8E4M3:
+      return "F8_E4M3";
   }
   throw InvalidArgumentError("dtype " + std::string(dtype_name(t)) + " has no safetensors name");
 }
@@ -37,7 +45,8 @@ std::vector<TensorDecl> sorted_checked(std::vector<TensorDecl> tensors) {
   std::sort(tensors.begin(), tensors.end(), [](const TensorDecl& a, const TensorDecl& b) { return a.name < b.name; });
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].name.empty()) throw InvalidArgumentError("a safetensors tensor needs a name");
-    if (tensors[i].name == "__metadata__") throw InvalidArgumentError("'__metadata__' is reserved and cannot name a tensor");
+    if (tensors[i].name == "__metadata__")
+      throw InvalidArgumentError("'__metadata__' is reserved and cannot name a tensor");
     if (i > 0 && tensors[i].name == tensors[i - 1].name)
       throw InvalidArgumentError("tensor '" + tensors[i].name + "' is declared twice");
   }
@@ -56,7 +65,8 @@ std::string header_text(const std::vector<TensorDecl>& sorted, const std::map<st
       for (int64_t d : t.file_dims) shape.push_back(d);
     else
       for (int d = 0; d < t.shape.ndim; ++d) shape.push_back(t.shape.dims[static_cast<size_t>(d)]);
-    h[t.name] = {{"dtype", safetensors_dtype(t.dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
+    h[t.name] = {
+        {"dtype", safetensors_dtype(t.dtype)}, {"shape", shape}, {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
   }
   std::string text = h.dump();
@@ -66,7 +76,8 @@ std::string header_text(const std::vector<TensorDecl>& sorted, const std::map<st
 
 }  // namespace
 
-size_t SafetensorsWriter::file_size(const std::vector<TensorDecl>& tensors, const std::map<std::string, std::string>& metadata) {
+size_t SafetensorsWriter::file_size(const std::vector<TensorDecl>& tensors,
+                                    const std::map<std::string, std::string>& metadata) {
   const auto sorted = sorted_checked(tensors);
   size_t total = 8 + header_text(sorted, metadata).size();
   for (const auto& t : sorted) total += t.nbytes();
@@ -82,8 +93,10 @@ SafetensorsWriter::SafetensorsWriter(std::string path, std::vector<TensorDecl> t
   // A large stdio buffer turns many small tensor chunks into few big writes.
   std::setvbuf(file_.get(), nullptr, _IOFBF, 4 << 20);
   unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((static_cast<uint64_t>(header.size()) >> (8 * i)) & 0xff);
-  if (std::fwrite(len, 1, 8, file_.get()) != 8 || std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size())
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<unsigned char>((static_cast<uint64_t>(header.size()) >> (8 * i)) & 0xff);
+  if (std::fwrite(len, 1, 8, file_.get()) != 8 ||
+      std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size())
     throw FormatError("cannot write " + path_ + ": " + std::strerror(errno));
   // Zero-byte tensors are complete as soon as they are declared.
   while (next_ < tensors_.size() && tensors_[next_].nbytes() == 0) ++next_;
@@ -101,12 +114,14 @@ void SafetensorsWriter::write(const void* data, size_t nbytes) {
   const auto* p = static_cast<const char*>(data);
   while (nbytes > 0) {
     if (next_ >= tensors_.size())
-      throw InvalidArgumentError("write of " + std::to_string(nbytes) + " bytes past the last declared tensor of " + path_);
+      throw InvalidArgumentError("write of " + std::to_string(nbytes) + " bytes past the last declared tensor of " +
+                                 path_);
     const TensorDecl& t = tensors_[next_];
     const size_t room = t.nbytes() - written_;
     if (nbytes > room)
-      throw InvalidArgumentError("write of " + std::to_string(nbytes) + " bytes overruns tensor '" + t.name + "' in " + path_ +
-                                 " (" + std::to_string(room) + " of its " + std::to_string(t.nbytes()) + " bytes left)");
+      throw InvalidArgumentError("write of " + std::to_string(nbytes) + " bytes overruns tensor '" + t.name + "' in " +
+                                 path_ + " (" + std::to_string(room) + " of its " + std::to_string(t.nbytes()) +
+                                 " bytes left)");
     if (std::fwrite(p, 1, nbytes, file_.get()) != nbytes)
       throw FormatError("cannot write tensor '" + t.name + "' to " + path_ + ": " + std::strerror(errno));
     written_ += nbytes;
@@ -123,8 +138,9 @@ void SafetensorsWriter::write(const void* data, size_t nbytes) {
 void SafetensorsWriter::finish() {
   if (finished_) return;
   if (next_ < tensors_.size())
-    throw InvalidArgumentError("safetensors file " + path_ + " is incomplete: tensor '" + tensors_[next_].name + "' has " +
-                               std::to_string(written_) + " of " + std::to_string(tensors_[next_].nbytes()) + " bytes");
+    throw InvalidArgumentError("safetensors file " + path_ + " is incomplete: tensor '" + tensors_[next_].name +
+                               "' has " + std::to_string(written_) + " of " + std::to_string(tensors_[next_].nbytes()) +
+                               " bytes");
   std::FILE* f = file_.release();
   const bool flushed = std::fflush(f) == 0;
   const int err = errno;
@@ -152,8 +168,10 @@ ShardedWriteResult write_sharded_safetensors(const std::string& dir, std::vector
   json weight_map = json::object();
   for (size_t s = 0; s < n; ++s) {
     char name[64];
-    if (n == 1) std::snprintf(name, sizeof name, "%s", std::string(model_file::kWeights).c_str());
-    else std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, n);
+    if (n == 1)
+      std::snprintf(name, sizeof name, "%s", std::string(model_file::kWeights).c_str());
+    else
+      std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, n);
     SafetensorsWriter w((fs::path(dir) / name).string(), shards[s], {{"format", "pt"}});
     for (const TensorDecl& decl : w.tensors()) {
       if (decl.nbytes() > 0) {

@@ -50,7 +50,8 @@ class SafetensorsWriter {
   void finish();
 
   // Bytes of the whole file for these tensors (header included), without writing anything.
-  static size_t file_size(const std::vector<TensorDecl>& tensors, const std::map<std::string, std::string>& metadata = {});
+  static size_t file_size(const std::vector<TensorDecl>& tensors,
+                          const std::map<std::string, std::string>& metadata = {});
 
  private:
   struct FileCloser {

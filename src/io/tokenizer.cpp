@@ -6,8 +6,8 @@
 // pre-tokenizer, mapped to the byte-level alphabet and merged by rank.
 #include "io/tokenizer.h"
 
-#include <unicode/normalizer2.h>
 #include <unicode/bytestream.h>
+#include <unicode/normalizer2.h>
 
 #include <algorithm>
 #include <array>
@@ -397,7 +397,7 @@ struct Tokenizer::Impl {
   std::vector<TokenInfo> tokens;  // indexed by id
   StringIndex vocab;              // model vocabulary: tokens[id].raw -> id
   StringIdMap added_by_content;
-  StringIndex vocab_by_bytes;  // tokens[id].bytes -> id for byte-alphabet tokens; only with ignore_merges
+  StringIndex vocab_by_bytes;              // tokens[id].bytes -> id for byte-alphabet tokens; only with ignore_merges
   std::array<int32_t, 256> byte_symbol{};  // initial BPE symbol per byte, -1 if none
   td::MergeTable merges;
   bool ignore_merges = false;
@@ -693,7 +693,8 @@ void parse_pre_tokenizer(const json& v, const std::string& field, const JsonRead
     step.kind = PreTokStep::Kind::kByteLevel;
     // Hugging Face's defaults when the keys are absent.
     step.add_prefix_space = r.boolean(v, field, "add_prefix_space", true);
-    if (r.boolean(v, field, "use_regex", true)) step.pattern = td::compile_regex(td::kGpt2Pattern, r.origin() + ": " + field);
+    if (r.boolean(v, field, "use_regex", true))
+      step.pattern = td::compile_regex(td::kGpt2Pattern, r.origin() + ": " + field);
   } else if (type == "Split") {
     step.kind = PreTokStep::Kind::kSplit;
     const json& pattern = r.required(v, field, "pattern");
@@ -740,7 +741,7 @@ void check_empty_option(const json& model, const char* key, const JsonReader& r)
 // ---------------------------------------------------------------------------------------------
 
 struct MergeEntry {
-  std::string left;   // or the whole "left right" line
+  std::string left;  // or the whole "left right" line
   std::string right;
   bool is_line = false;
 };
@@ -880,7 +881,8 @@ class TokenizerJsonSax {
     if (mode_ == Mode::kVocab) {
       if (v < 0 || v > kMaxTokenId) {
         r_.fail("model.vocab[\"" + vocab_key_ + "\"]", "token id " + std::to_string(v) + " is out of range (0 to " +
-                                                          std::to_string(kMaxTokenId) + ", opchain's vocabulary limit)");
+                                                           std::to_string(kMaxTokenId) +
+                                                           ", opchain's vocabulary limit)");
       }
       out_.vocab.emplace_back(std::move(vocab_key_), static_cast<int32_t>(v));
       return true;

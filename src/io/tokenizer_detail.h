@@ -25,11 +25,10 @@ template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
-             std::is_invocable_r_v<R, F&, Args...>)
-  FunctionRef(F&& f) noexcept  // NOLINT(google-explicit-constructor): used like a lambda parameter
-      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
-        call_([](void* o, Args... a) -> R {
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
+      FunctionRef(F&& f)
+  noexcept  // NOLINT(google-explicit-constructor): used like a lambda parameter
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))), call_([](void* o, Args... a) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(a)...);
         }) {}
 
@@ -127,9 +126,7 @@ class MergeTable {
   static uint64_t pack(int32_t a, int32_t b) noexcept {
     return (uint64_t{static_cast<uint32_t>(a)} << 32) | static_cast<uint32_t>(b);
   }
-  size_t slot_of(uint64_t key) const noexcept {
-    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_);
-  }
+  size_t slot_of(uint64_t key) const noexcept { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ULL) >> shift_); }
 
   std::vector<Slot> slots_;
   size_t mask_ = 0;

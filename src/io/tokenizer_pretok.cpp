@@ -80,9 +80,12 @@ class BuiltinPattern final : public SplitPattern {
 
   std::string engine() const override {
     switch (dialect_) {
-      case Dialect::kGpt2: return "builtin:gpt2";
-      case Dialect::kQwen2: return "builtin:qwen2";
-      case Dialect::kLlama3: return "builtin:llama3";
+      case Dialect::kGpt2:
+        return "builtin:gpt2";
+      case Dialect::kQwen2:
+        return "builtin:qwen2";
+      case Dialect::kLlama3:
+        return "builtin:llama3";
     }
     return "builtin";
   }
@@ -278,7 +281,8 @@ class IcuPattern final : public SplitPattern {
     }
     if (status == U_REGEX_TIME_OUT)
       throw InvalidArgumentError(context_ + ": the pre-tokenizer regex ran past its limit of " +
-                                 std::to_string(kRegexTimeLimit) + " ICU steps on one match (catastrophic backtracking)");
+                                 std::to_string(kRegexTimeLimit) +
+                                 " ICU steps on one match (catastrophic backtracking)");
     if (U_FAILURE(status)) throw Error(context_ + ": ICU regex search failed: " + u_errorName(status));
   }
 

@@ -44,8 +44,8 @@ inline char32_t decode_utf8(const unsigned char* s, size_t i, size_t& len) noexc
     return (char32_t(b & 0x0F) << 12) | (char32_t(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
   }
   len = 4;
-  return (char32_t(b & 0x07) << 18) | (char32_t(s[i + 1] & 0x3F) << 12) |
-         (char32_t(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+  return (char32_t(b & 0x07) << 18) | (char32_t(s[i + 1] & 0x3F) << 12) | (char32_t(s[i + 2] & 0x3F) << 6) |
+         (s[i + 3] & 0x3F);
 }
 
 // ---------------------------------------------------------------------------------------------

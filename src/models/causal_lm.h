@@ -39,12 +39,12 @@ class CausalLM {
 
 // Called as layers are built (done, total), e.g. to draw a progress bar.
 using BuildProgress = std::function<void(int64_t done, int64_t total)>;
-using ModelBuilder = std::function<std::unique_ptr<CausalLM>(const ModelConfig&, const WeightStore&, const DeviceContext&,
-                                                             const BuildProgress&)>;
+using ModelBuilder = std::function<std::unique_ptr<CausalLM>(const ModelConfig&, const WeightStore&,
+                                                             const DeviceContext&, const BuildProgress&)>;
 
 // Builds the model for config.architecture; throws FormatError for an unknown architecture and for
 // missing or mis-shaped tensors, UnsupportedOpError when the vendor lacks a kernel.
-std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights, const DeviceContext& device,
-                                      const BuildProgress& progress = {});
+std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights,
+                                      const DeviceContext& device, const BuildProgress& progress = {});
 
 }  // namespace opchain

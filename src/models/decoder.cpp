@@ -31,7 +31,8 @@ DecoderAttention::DecoderAttention(const nn::ModuleContext& mc, const ModelConfi
       o_proj(mc.child("o_proj"), load_linear(w, mc.path + ".o_proj", c.hidden_size, heads * head_dim),
              optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
       rotary(mc.child("rotary")),
-      attn(mc.child("attn"), heads, kv_heads, head_dim, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))) {
+      attn(mc.child("attn"), heads, kv_heads, head_dim,
+           static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))) {
   if (c.qk_norm) {
     const float eps = static_cast<float>(c.rms_norm_eps);
     q_norm.emplace(mc.child("q_norm"), w.get(mc.path + ".q_norm.weight", {head_dim}), eps);
@@ -50,7 +51,8 @@ Tensor DecoderAttention::forward(StepContext& ctx, const Tensor& x, const nn::Ro
     k = k_norm->forward(ctx, k);
   }
   rotary.forward(q, k, rope);
-  Tensor o = attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
+  Tensor o =
+      attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
   return o_proj.forward(ctx, o);
 }
 
@@ -102,11 +104,13 @@ ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, cons
   for (int64_t i = 0; i < c.num_experts; ++i)
     for (const Weight* m : {&gate[i], &up[i], &down[i]}) {
       const Weight& first = gate[0];
-      const bool alike = m->dtype() == first.dtype() && m->quantized() == first.quantized() &&
-                         (!m->quantized() || (m->quant->scheme == first.quant->scheme && m->quant->act == first.quant->act));
+      const bool alike =
+          m->dtype() == first.dtype() && m->quantized() == first.quantized() &&
+          (!m->quantized() || (m->quant->scheme == first.quant->scheme && m->quant->act == first.quant->act));
       if (!alike)
-        throw FormatError("expert weights under " + prefix + " in " + w.dir() + " mix storage: expert " + std::to_string(i) + " has " +
-                          m->desc() + " where expert 0's gate_proj has " + first.desc() + "; all experts of a layer must be stored alike");
+        throw FormatError("expert weights under " + prefix + " in " + w.dir() + " mix storage: expert " +
+                          std::to_string(i) + " has " + m->desc() + " where expert 0's gate_proj has " + first.desc() +
+                          "; all experts of a layer must be stored alike");
     }
   for (int64_t i = 0; i < c.num_experts; ++i) add_expert(e, gate[i], up[i], down[i]);
   return e;
@@ -118,7 +122,8 @@ SparseMoeBlock::SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c
       experts(mc.child("experts"), load_experts(mc.path + ".experts", c, w)) {
   if (shared) {
     shared_expert.emplace(mc.child("shared_expert"), w, c.hidden_size, c.shared_expert_intermediate_size);
-    shared_expert_gate.emplace(mc.child("shared_expert_gate"), load_linear(w, mc.path + ".shared_expert_gate", 1, c.hidden_size));
+    shared_expert_gate.emplace(mc.child("shared_expert_gate"),
+                               load_linear(w, mc.path + ".shared_expert_gate", 1, c.hidden_size));
     shared_add.emplace(mc.child("shared_expert_gate"));
   }
 }
@@ -147,7 +152,8 @@ DecoderLayer::DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, co
 
 Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name) {
   // Tied checkpoints carry no lm_head; the embedding matrix doubles as the output projection.
-  if (c.tie_word_embeddings && !w.contains("lm_head.weight") && !w.contains("lm_head.qweight") && !w.contains("lm_head.weight_packed"))
+  if (c.tie_word_embeddings && !w.contains("lm_head.weight") && !w.contains("lm_head.qweight") &&
+      !w.contains("lm_head.weight_packed"))
     return w.get(embed_name, {c.vocab_size, c.hidden_size});
   return load_linear(w, "lm_head", c.vocab_size, c.hidden_size);
 }

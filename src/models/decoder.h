@@ -27,7 +27,8 @@ struct DecoderSpec {
 // Self-attention: q/k/v projections (optional bias), optional per-head q/k RMSNorm before RoPE.
 struct DecoderAttention {
   DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
-  Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope, const LayerKvCache& cache) const;
+  Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
+                 const LayerKvCache& cache) const;
 
   int64_t heads, kv_heads, head_dim;
   nn::Linear q_proj, k_proj, v_proj, o_proj;

@@ -57,14 +57,16 @@ RowRanges ba_flat_order(const LinearAttentionConfig& l) {
 Weight qkv_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
   const LinearAttentionConfig& l = c.linear;
   if (c.grouped_qkvz)
-    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size, qkvz_flat_order(l, false));
+    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size,
+                            qkvz_flat_order(l, false));
   return load_linear(w, p + ".in_proj_qkv", l.conv_dim(), c.hidden_size);
 }
 
 Weight z_weight(const std::string& p, const ModelConfig& c, const WeightStore& w) {
   const LinearAttentionConfig& l = c.linear;
   if (c.grouped_qkvz)
-    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size, qkvz_flat_order(l, true));
+    return load_linear_rows(w, p + ".in_proj_qkvz", l.conv_dim() + l.value_dim(), c.hidden_size,
+                            qkvz_flat_order(l, true));
   return load_linear(w, p + ".in_proj_z", l.value_dim(), c.hidden_size);
 }
 
@@ -80,10 +82,16 @@ GatedAttention::GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c
     : heads(c.num_attention_heads),
       kv_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
-      q_proj(mc.child("q_proj"), load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size, per_head_half(heads, head_dim, false)),
-             optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, false))),
-      gate_proj(mc.child("q_proj.gate"), load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size, per_head_half(heads, head_dim, true)),
-                optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim, per_head_half(heads, head_dim, true))),
+      q_proj(mc.child("q_proj"),
+             load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size,
+                              per_head_half(heads, head_dim, false)),
+             optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim,
+                           per_head_half(heads, head_dim, false))),
+      gate_proj(mc.child("q_proj.gate"),
+                load_linear_rows(w, mc.path + ".q_proj", 2 * heads * head_dim, c.hidden_size,
+                                 per_head_half(heads, head_dim, true)),
+                optional_rows(w, mc.path + ".q_proj.bias", c.qkv_bias, 2 * heads * head_dim,
+                              per_head_half(heads, head_dim, true))),
       k_proj(mc.child("k_proj"), load_linear(w, mc.path + ".k_proj", kv_heads * head_dim, c.hidden_size),
              optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
       v_proj(mc.child("v_proj"), load_linear(w, mc.path + ".v_proj", kv_heads * head_dim, c.hidden_size),
@@ -93,7 +101,8 @@ GatedAttention::GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c
       q_norm(mc.child("q_norm"), w.get(mc.path + ".q_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
       k_norm(mc.child("k_norm"), w.get(mc.path + ".k_norm.weight", {head_dim}), static_cast<float>(c.rms_norm_eps)),
       rotary(mc.child("rotary")),
-      attn(mc.child("attn"), heads, kv_heads, head_dim, static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))),
+      attn(mc.child("attn"), heads, kv_heads, head_dim,
+           static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))),
       output_gate(mc.child("output_gate")) {}
 
 Tensor GatedAttention::forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
@@ -104,7 +113,8 @@ Tensor GatedAttention::forward(StepContext& ctx, const Tensor& x, const nn::Rota
   Tensor k = k_norm.forward(ctx, k_proj.forward(ctx, x).reshape({n, kv_heads, head_dim}));
   Tensor v = v_proj.forward(ctx, x);
   rotary.forward(q, k, rope);  // the first rotary_dim channels of each head (partial RoPE)
-  Tensor o = attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
+  Tensor o =
+      attn.forward(ctx, q.reshape({n, heads * head_dim}), k.reshape({n, kv_heads * head_dim}), v, cache.k, cache.v);
   output_gate.forward(gate, o);
   return o_proj.forward(ctx, o);
 }
@@ -117,9 +127,12 @@ GatedDeltaNet::GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, 
       out_proj(mc.child("out_proj"), load_linear(w, mc.path + ".out_proj", c.hidden_size, dims.value_dim())),
       conv1d(mc.child("conv1d"), w.get(mc.path + ".conv1d.weight", {dims.conv_dim(), 1, dims.conv_kernel})),
       qk_norm(mc.child("qk_l2norm"), 2 * dims.num_key_heads, dims.key_head_dim),
-      gating(mc.child("gating"), w.get(mc.path + ".A_log", {dims.num_value_heads}), w.get(mc.path + ".dt_bias", {dims.num_value_heads})),
-      delta_rule(mc.child("delta_rule"), dims.num_key_heads, static_cast<float>(1.0 / std::sqrt(static_cast<double>(dims.key_head_dim)))),
-      norm(mc.child("norm"), w.get(mc.path + ".norm.weight", {dims.value_head_dim}), static_cast<float>(c.rms_norm_eps)) {}
+      gating(mc.child("gating"), w.get(mc.path + ".A_log", {dims.num_value_heads}),
+             w.get(mc.path + ".dt_bias", {dims.num_value_heads})),
+      delta_rule(mc.child("delta_rule"), dims.num_key_heads,
+                 static_cast<float>(1.0 / std::sqrt(static_cast<double>(dims.key_head_dim)))),
+      norm(mc.child("norm"), w.get(mc.path + ".norm.weight", {dims.value_head_dim}),
+           static_cast<float>(c.rms_norm_eps)) {}
 
 Tensor GatedDeltaNet::forward(StepContext& ctx, const Tensor& x, const LayerKvCache& cache) const {
   Tensor qkv = conv1d.forward(ctx, in_proj_qkv.forward(ctx, x), cache.conv_state);
@@ -129,33 +142,42 @@ Tensor GatedDeltaNet::forward(StepContext& ctx, const Tensor& x, const LayerKvCa
   return out_proj.forward(ctx, norm.forward(ctx, o, in_proj_z.forward(ctx, x)));
 }
 
-HybridDecoderLayer::HybridDecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, int64_t layer)
+HybridDecoderLayer::HybridDecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w,
+                                       int64_t layer)
     : input_layernorm(mc.child("input_layernorm"), w.get(mc.path + ".input_layernorm.weight", {c.hidden_size}),
                       static_cast<float>(c.rms_norm_eps)),
       post_attention_layernorm(mc.child("post_attention_layernorm"),
                                w.get(mc.path + ".post_attention_layernorm.weight", {c.hidden_size}),
                                static_cast<float>(c.rms_norm_eps)) {
-  if (c.is_linear_attention(layer)) linear_attn.emplace(mc.child("linear_attn"), c, w);
-  else self_attn.emplace(mc.child("self_attn"), c, w);
-  if (c.is_moe_layer(layer)) moe.emplace(mc.child("mlp"), c, w, /*shared_expert=*/true);
-  else mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
+  if (c.is_linear_attention(layer))
+    linear_attn.emplace(mc.child("linear_attn"), c, w);
+  else
+    self_attn.emplace(mc.child("self_attn"), c, w);
+  if (c.is_moe_layer(layer))
+    moe.emplace(mc.child("mlp"), c, w, /*shared_expert=*/true);
+  else
+    mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
 }
 
 HybridDecoderModel::HybridDecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
                                        const BuildProgress& progress)
     : CausalLM(c),
       root_(root_of(c)),
-      embed_tokens_({&dev, root_ + ".embed_tokens"}, w.get(root_ + ".embed_tokens.weight", {c.vocab_size, c.hidden_size})),
+      embed_tokens_({&dev, root_ + ".embed_tokens"},
+                    w.get(root_ + ".embed_tokens.weight", {c.vocab_size, c.hidden_size})),
       rotary_emb_({&dev, root_ + ".rotary_emb"}, c.rotary_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
-      norm_({&dev, root_ + ".norm"}, w.get(root_ + ".norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
+      norm_({&dev, root_ + ".norm"}, w.get(root_ + ".norm.weight", {c.hidden_size}),
+            static_cast<float>(c.rms_norm_eps)),
       lm_head_({&dev, "lm_head"}, lm_head_weight(c, w, root_ + ".embed_tokens.weight")) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    layers_.push_back(std::make_unique<HybridDecoderLayer>(nn::ModuleContext{&dev, root_ + ".layers." + std::to_string(l)}, c, w, l));
+    layers_.push_back(
+        std::make_unique<HybridDecoderLayer>(nn::ModuleContext{&dev, root_ + ".layers." + std::to_string(l)}, c, w, l));
     if (progress) progress(l + 1, c.num_hidden_layers);
   }
   // The text model's parameters: not the vision tower nor the multi-token-prediction head beside it.
   for (const auto& name : w.names())
-    if (name.rfind("mtp.", 0) != 0 && name.rfind("model.visual.", 0) != 0) parameter_count_ += opchain::parameter_count(w, name);
+    if (name.rfind("mtp.", 0) != 0 && name.rfind("model.visual.", 0) != 0)
+      parameter_count_ += opchain::parameter_count(w, name);
 }
 
 // The pre-norm residual stream of DecoderModel::forward, with a linear-attention or gated
@@ -169,7 +191,8 @@ Tensor HybridDecoderModel::forward(StepContext& ctx, const std::vector<LayerKvCa
     ctx.workspace->use_layer_arena(static_cast<int>(l % 2));
     Tensor x = pending.is_null() ? layer.input_layernorm.forward(ctx, residual)
                                  : layer.input_layernorm.forward_add(ctx, pending, residual);
-    Tensor mixed = layer.linear_attn ? layer.linear_attn->forward(ctx, x, cache[l]) : layer.self_attn->forward(ctx, x, rope, cache[l]);
+    Tensor mixed = layer.linear_attn ? layer.linear_attn->forward(ctx, x, cache[l])
+                                     : layer.self_attn->forward(ctx, x, rope, cache[l]);
     x = layer.post_attention_layernorm.forward_add(ctx, mixed, residual);
     pending = layer.moe ? layer.moe->forward(ctx, x) : layer.mlp->forward(ctx, x);
   }

@@ -22,7 +22,8 @@ namespace opchain {
 // output is multiplied by sigmoid(gate) before o_proj.
 struct GatedAttention {
   GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
-  Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope, const LayerKvCache& cache) const;
+  Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
+                 const LayerKvCache& cache) const;
 
   int64_t heads, kv_heads, head_dim;
   nn::Linear q_proj, gate_proj, k_proj, v_proj, o_proj;
@@ -61,7 +62,8 @@ struct HybridDecoderLayer {
 
 class HybridDecoderModel final : public CausalLM {
  public:
-  HybridDecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev, const BuildProgress& progress);
+  HybridDecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
+                     const BuildProgress& progress);
   Tensor forward(StepContext& ctx, const std::vector<LayerKvCache>& cache) const override;
   std::string graph_capture_blocker() const override { return rotary_emb_.graph_capture_blocker(); }
 

@@ -5,7 +5,7 @@
 namespace opchain {
 
 std::unique_ptr<CausalLM> build_llama(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
-                                     const BuildProgress& progress) {
+                                      const BuildProgress& progress) {
   return std::make_unique<DecoderModel>(c, w, dev, progress, DecoderSpec{MoeKind::None});
 }
 

@@ -4,13 +4,21 @@
 
 namespace opchain {
 
-std::unique_ptr<CausalLM> build_qwen3_moe(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen3(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen2(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_llama(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen2_moe(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen3_next(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen3_5_moe(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
-std::unique_ptr<CausalLM> build_qwen3_5(const ModelConfig&, const WeightStore&, const DeviceContext&, const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen3_moe(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                          const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen3(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                      const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen2(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                      const BuildProgress&);
+std::unique_ptr<CausalLM> build_llama(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                      const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen2_moe(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                          const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen3_next(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                           const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen3_5_moe(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                            const BuildProgress&);
+std::unique_ptr<CausalLM> build_qwen3_5(const ModelConfig&, const WeightStore&, const DeviceContext&,
+                                        const BuildProgress&);
 
 }  // namespace opchain

@@ -5,11 +5,13 @@
 
 namespace opchain {
 
-std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights, const DeviceContext& device,
-                                      const BuildProgress& progress) {
+std::unique_ptr<CausalLM> build_model(const ModelConfig& config, const WeightStore& weights,
+                                      const DeviceContext& device, const BuildProgress& progress) {
   static const std::map<std::string, ModelBuilder> builders = {
-      {"Qwen3MoeForCausalLM", build_qwen3_moe}, {"Qwen3ForCausalLM", build_qwen3},
-      {"Qwen2ForCausalLM", build_qwen2},        {"LlamaForCausalLM", build_llama},
+      {"Qwen3MoeForCausalLM", build_qwen3_moe},
+      {"Qwen3ForCausalLM", build_qwen3},
+      {"Qwen2ForCausalLM", build_qwen2},
+      {"LlamaForCausalLM", build_llama},
       {"Qwen2MoeForCausalLM", build_qwen2_moe},
       {"Qwen3NextForCausalLM", build_qwen3_next},
       {"Qwen3_5MoeForCausalLM", build_qwen3_5_moe},

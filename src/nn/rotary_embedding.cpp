@@ -50,16 +50,20 @@ RotaryEmbedding::RotaryEmbedding(const ModuleContext& mc, int64_t head_dim, doub
       break;
     }
     case RopeScalingType::Yarn: {
-      const double orig = s.original_max_position_embeddings > 0 ? static_cast<double>(s.original_max_position_embeddings)
-                                                                 : static_cast<double>(max_pos_);
+      const double orig = s.original_max_position_embeddings > 0
+                              ? static_cast<double>(s.original_max_position_embeddings)
+                              : static_cast<double>(max_pos_);
       double attn = 1.0;
-      if (s.attention_factor) attn = *s.attention_factor;
+      if (s.attention_factor)
+        attn = *s.attention_factor;
       else if (s.mscale && s.mscale_all_dim && *s.mscale && *s.mscale_all_dim)
         attn = yarn_get_mscale(s.factor, *s.mscale) / yarn_get_mscale(s.factor, *s.mscale_all_dim);
-      else attn = yarn_get_mscale(s.factor, 1.0);
+      else
+        attn = yarn_get_mscale(s.factor, 1.0);
       attention_scaling_ = static_cast<float>(attn);
       auto correction_dim = [&](double rotations) {
-        return (static_cast<double>(dim_) * std::log(orig / (rotations * 2 * std::numbers::pi))) / (2 * std::log(rope_theta));
+        return (static_cast<double>(dim_) * std::log(orig / (rotations * 2 * std::numbers::pi))) /
+               (2 * std::log(rope_theta));
       };
       double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
       if (s.truncate) {
@@ -91,8 +95,9 @@ RotaryEmbedding::RotaryEmbedding(const ModuleContext& mc, int64_t head_dim, doub
 // transformers' dynamic NTK: past max_position_embeddings the base grows with the sequence length.
 std::vector<float> RotaryEmbedding::dynamic_inv_freq(int64_t seq_len) const {
   const double factor = scaling_.factor;
-  const double base = theta_ * std::pow((factor * static_cast<double>(seq_len) / static_cast<double>(max_pos_)) - (factor - 1),
-                                        static_cast<double>(dim_) / static_cast<double>(dim_ - 2));
+  const double base =
+      theta_ * std::pow((factor * static_cast<double>(seq_len) / static_cast<double>(max_pos_)) - (factor - 1),
+                        static_cast<double>(dim_) / static_cast<double>(dim_ - 2));
   return default_inv_freq(dim_, static_cast<float>(base));
 }
 

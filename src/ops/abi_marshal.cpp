@@ -9,14 +9,18 @@ namespace opchain {
 namespace {
 
 static_assert(static_cast<int>(MoeCommType::Local) == OC_MOE_COMM_LOCAL &&
-              static_cast<int>(MoeCommType::AllGather) == OC_MOE_COMM_ALLGATHER &&
-              static_cast<int>(MoeCommType::AllToAll) == OC_MOE_COMM_ALLTOALL, "oc_moe_comm_type numbers are MoeCommType's");
+                  static_cast<int>(MoeCommType::AllGather) == OC_MOE_COMM_ALLGATHER &&
+                  static_cast<int>(MoeCommType::AllToAll) == OC_MOE_COMM_ALLTOALL,
+              "oc_moe_comm_type numbers are MoeCommType's");
 static_assert(static_cast<int>(QuantScheme::Int4Group) == OC_QUANT_INT4_GROUP &&
-              static_cast<int>(QuantScheme::Int8Channel) == OC_QUANT_INT8_CHANNEL &&
-              static_cast<int>(QuantScheme::Fp8Block) == OC_QUANT_FP8_BLOCK &&
-              static_cast<int>(QuantScheme::Fp8Channel) == OC_QUANT_FP8_CHANNEL, "oc_quant_scheme numbers are QuantScheme's");
-static_assert(static_cast<int>(ActQuant::None) == OC_ACT_NONE && static_cast<int>(ActQuant::Int8Token) == OC_ACT_INT8_TOKEN &&
-              static_cast<int>(ActQuant::Fp8Group) == OC_ACT_FP8_GROUP, "oc_act_quant numbers are ActQuant's");
+                  static_cast<int>(QuantScheme::Int8Channel) == OC_QUANT_INT8_CHANNEL &&
+                  static_cast<int>(QuantScheme::Fp8Block) == OC_QUANT_FP8_BLOCK &&
+                  static_cast<int>(QuantScheme::Fp8Channel) == OC_QUANT_FP8_CHANNEL,
+              "oc_quant_scheme numbers are QuantScheme's");
+static_assert(static_cast<int>(ActQuant::None) == OC_ACT_NONE &&
+                  static_cast<int>(ActQuant::Int8Token) == OC_ACT_INT8_TOKEN &&
+                  static_cast<int>(ActQuant::Fp8Group) == OC_ACT_FP8_GROUP,
+              "oc_act_quant numbers are ActQuant's");
 
 // An element of `d`, taken in order: the deque grows once and its elements keep their addresses.
 template <class T>
@@ -124,7 +128,8 @@ oc_tensor CallMarshal::tensor(const Tensor& t, Role role) {
 
 void CallMarshal::copy_back() {
   for (const Storage::Staged& st : s_->staged)
-    if (st.copy_back && st.nbytes > 0 && p_.memory.copy_to_host(st.host, st.device, st.nbytes, p_.user_data) != OC_STATUS_OK)
+    if (st.copy_back && st.nbytes > 0 &&
+        p_.memory.copy_to_host(st.host, st.device, st.nbytes, p_.user_data) != OC_STATUS_OK)
       throw VendorPluginError(plugin_label(p_) + ": memory hook copy_to_host failed for " + std::to_string(st.nbytes) +
                               " bytes");
 }
@@ -188,8 +193,10 @@ const oc_quant_list* CallMarshal::quant_list(const std::vector<std::shared_ptr<c
   std::vector<oc_quant_params>& arr = take(s_->quant_arrays, s_->n_quant_arrays);
   arr.resize(qs.size());
   for (size_t i = 0; i < qs.size(); ++i) {
-    if (qs[i]) fill_quant(arr[i], *qs[i]);
-    else arr[i] = oc_quant_params{};
+    if (qs[i])
+      fill_quant(arr[i], *qs[i]);
+    else
+      arr[i] = oc_quant_params{};
   }
   oc_quant_list& c = take(s_->quant_lists, s_->n_quant_lists);
   c = oc_quant_list{arr.size(), arr.data()};
@@ -236,7 +243,8 @@ const oc_expert_weights* CallMarshal::experts(const ExpertWeights& w) {
   return &c;
 }
 
-const oc_step_info* CallMarshal::step_info(const AttnMetadata* attn_meta, const MoeMetadata* moe_meta, const Tensor* positions) {
+const oc_step_info* CallMarshal::step_info(const AttnMetadata* attn_meta, const MoeMetadata* moe_meta,
+                                           const Tensor* positions) {
   if (!attn_meta) attn_meta = s_->last_attn;
   if (!moe_meta) moe_meta = s_->last_moe;
   static const AttnMetadata kNoAttn{};

@@ -56,18 +56,30 @@ struct PluginImplSet {
 // The ABI kind of a field's member type.
 template <class M>
 constexpr int abi_arg_kind() {
-  if constexpr (std::is_same_v<M, Tensor>) return OC_ARG_TENSOR;
-  else if constexpr (std::is_same_v<M, float>) return OC_ARG_F32;
-  else if constexpr (std::is_same_v<M, int64_t>) return OC_ARG_I64;
-  else if constexpr (std::is_same_v<M, bool>) return OC_ARG_BOOL;
-  else if constexpr (std::is_enum_v<M>) return OC_ARG_ENUM;
-  else if constexpr (std::is_same_v<M, const AttnMetadata*>) return OC_ARG_ATTN_META;
-  else if constexpr (std::is_same_v<M, const MoeMetadata*>) return OC_ARG_MOE_META;
-  else if constexpr (std::is_same_v<M, const ExpertWeights*>) return OC_ARG_EXPERT_WEIGHTS;
-  else if constexpr (std::is_same_v<M, const std::vector<Tensor>*>) return OC_ARG_TENSOR_LIST;
-  else if constexpr (std::is_same_v<M, const QuantParams*>) return OC_ARG_QUANT;
-  else if constexpr (std::is_same_v<M, const std::vector<std::shared_ptr<const QuantParams>>*>) return OC_ARG_QUANT_LIST;
-  else return OC_ARG_OPAQUE;  // a field type with no C form yet: load refuses kernels of its op
+  if constexpr (std::is_same_v<M, Tensor>)
+    return OC_ARG_TENSOR;
+  else if constexpr (std::is_same_v<M, float>)
+    return OC_ARG_F32;
+  else if constexpr (std::is_same_v<M, int64_t>)
+    return OC_ARG_I64;
+  else if constexpr (std::is_same_v<M, bool>)
+    return OC_ARG_BOOL;
+  else if constexpr (std::is_enum_v<M>)
+    return OC_ARG_ENUM;
+  else if constexpr (std::is_same_v<M, const AttnMetadata*>)
+    return OC_ARG_ATTN_META;
+  else if constexpr (std::is_same_v<M, const MoeMetadata*>)
+    return OC_ARG_MOE_META;
+  else if constexpr (std::is_same_v<M, const ExpertWeights*>)
+    return OC_ARG_EXPERT_WEIGHTS;
+  else if constexpr (std::is_same_v<M, const std::vector<Tensor>*>)
+    return OC_ARG_TENSOR_LIST;
+  else if constexpr (std::is_same_v<M, const QuantParams*>)
+    return OC_ARG_QUANT;
+  else if constexpr (std::is_same_v<M, const std::vector<std::shared_ptr<const QuantParams>>*>)
+    return OC_ARG_QUANT_LIST;
+  else
+    return OC_ARG_OPAQUE;  // a field type with no C form yet: load refuses kernels of its op
 }
 
 // One call's C arguments and the storage they point into. The storage is the calling thread's and
@@ -88,20 +100,32 @@ class CallMarshal {
   template <class M>
   void add(const char* name, Role role, const M& v) {
     oc_arg& a = next_arg(name, role, abi_arg_kind<M>());
-    if constexpr (std::is_same_v<M, Tensor>) a.value.tensor = tensor(v, role);
-    else if constexpr (std::is_same_v<M, float>) a.value.f32 = v;
-    else if constexpr (std::is_same_v<M, int64_t>) a.value.i64 = v;
-    else if constexpr (std::is_same_v<M, bool>) a.value.boolean = v ? 1 : 0;
-    else if constexpr (std::is_enum_v<M>) a.value.i64 = static_cast<int64_t>(v);
-    else if constexpr (std::is_same_v<M, const AttnMetadata*>) a.value.attn_meta = v ? attn(*v) : nullptr;
-    else if constexpr (std::is_same_v<M, const MoeMetadata*>) a.value.moe_meta = v ? moe(*v) : nullptr;
-    else if constexpr (std::is_same_v<M, const ExpertWeights*>) a.value.experts = v ? experts(*v) : nullptr;
-    else if constexpr (std::is_same_v<M, const std::vector<Tensor>*>) a.value.tensors = v ? tensor_list(*v) : nullptr;
-    else if constexpr (std::is_same_v<M, const QuantParams*>) a.value.quant = v ? quant(*v) : nullptr;
+    if constexpr (std::is_same_v<M, Tensor>)
+      a.value.tensor = tensor(v, role);
+    else if constexpr (std::is_same_v<M, float>)
+      a.value.f32 = v;
+    else if constexpr (std::is_same_v<M, int64_t>)
+      a.value.i64 = v;
+    else if constexpr (std::is_same_v<M, bool>)
+      a.value.boolean = v ? 1 : 0;
+    else if constexpr (std::is_enum_v<M>)
+      a.value.i64 = static_cast<int64_t>(v);
+    else if constexpr (std::is_same_v<M, const AttnMetadata*>)
+      a.value.attn_meta = v ? attn(*v) : nullptr;
+    else if constexpr (std::is_same_v<M, const MoeMetadata*>)
+      a.value.moe_meta = v ? moe(*v) : nullptr;
+    else if constexpr (std::is_same_v<M, const ExpertWeights*>)
+      a.value.experts = v ? experts(*v) : nullptr;
+    else if constexpr (std::is_same_v<M, const std::vector<Tensor>*>)
+      a.value.tensors = v ? tensor_list(*v) : nullptr;
+    else if constexpr (std::is_same_v<M, const QuantParams*>)
+      a.value.quant = v ? quant(*v) : nullptr;
     else if constexpr (std::is_same_v<M, const std::vector<std::shared_ptr<const QuantParams>>*>)
       a.value.quants = v && !v->empty() ? quant_list(*v) : nullptr;
-    else if constexpr (std::is_pointer_v<M>) a.value.present = v != nullptr;
-    else a.value.present = 1;
+    else if constexpr (std::is_pointer_v<M>)
+      a.value.present = v != nullptr;
+    else
+      a.value.present = 1;
     if constexpr (std::is_pointer_v<M>) {
       if (a.kind > OC_ARG_OPAQUE && p_.abi_minor < 1) {  // a 1.0 plugin knows the 1.1 kinds as opaque
         a.kind = OC_ARG_OPAQUE;

@@ -18,12 +18,9 @@ struct AddRmsNormArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = AddRmsNormArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"residual", Role::InOut, &A::residual},
-        Field{"weight", Role::In, &A::weight},
-        Field{"eps", Role::Attr, &A::eps},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"residual", Role::InOut, &A::residual},
+                      Field{"weight", Role::In, &A::weight}, Field{"eps", Role::Attr, &A::eps},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -19,11 +19,8 @@ struct ApplyRotaryPosEmbArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = ApplyRotaryPosEmbArgs;
-    return std::tuple{
-        Field{"q", Role::InOut, &A::q},
-        Field{"k", Role::InOut, &A::k},
-        Field{"cos", Role::In, &A::cos},
-        Field{"sin", Role::In, &A::sin}};
+    return std::tuple{Field{"q", Role::InOut, &A::q}, Field{"k", Role::InOut, &A::k}, Field{"cos", Role::In, &A::cos},
+                      Field{"sin", Role::In, &A::sin}};
   }
 };
 

@@ -25,12 +25,9 @@ struct CausalConv1dArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = CausalConv1dArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"weight", Role::In, &A::weight},
-        Field{"conv_state", Role::InOut, &A::conv_state},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"weight", Role::In, &A::weight},
+                      Field{"conv_state", Role::InOut, &A::conv_state}, Field{"meta", Role::Meta, &A::meta},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

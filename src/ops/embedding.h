@@ -16,10 +16,8 @@ struct EmbeddingArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = EmbeddingArgs;
-    return std::tuple{
-        Field{"ids", Role::In, &A::ids},
-        Field{"weight", Role::In, &A::weight},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"ids", Role::In, &A::ids}, Field{"weight", Role::In, &A::weight},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

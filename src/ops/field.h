@@ -21,11 +21,16 @@ enum class Role : uint8_t {
 
 constexpr const char* role_name(Role r) {
   switch (r) {
-    case Role::In: return "in";
-    case Role::InOut: return "inout";
-    case Role::Out: return "out";
-    case Role::Attr: return "attr";
-    case Role::Meta: return "meta";
+    case Role::In:
+      return "in";
+    case Role::InOut:
+      return "inout";
+    case Role::Out:
+      return "out";
+    case Role::Attr:
+      return "attr";
+    case Role::Meta:
+      return "meta";
   }
   return "?";
 }

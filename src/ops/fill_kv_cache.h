@@ -19,12 +19,9 @@ struct FillKvCacheArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = FillKvCacheArgs;
-    return std::tuple{
-        Field{"k", Role::In, &A::k},
-        Field{"v", Role::In, &A::v},
-        Field{"k_cache", Role::InOut, &A::k_cache},
-        Field{"v_cache", Role::InOut, &A::v_cache},
-        Field{"meta", Role::Meta, &A::meta}};
+    return std::tuple{Field{"k", Role::In, &A::k}, Field{"v", Role::In, &A::v},
+                      Field{"k_cache", Role::InOut, &A::k_cache}, Field{"v_cache", Role::InOut, &A::v_cache},
+                      Field{"meta", Role::Meta, &A::meta}};
   }
 };
 

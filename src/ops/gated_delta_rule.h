@@ -14,7 +14,9 @@ namespace opchain {
 // of a sequence at once; a sequence with a single new token is still walked, so a decoding sequence
 // computes the same bits in a mixed prefill + decode step as in a pure decode step.
 enum class DeltaRuleForm : uint8_t { Recurrent, Chunked };
-inline const char* delta_rule_form_name(DeltaRuleForm f) { return f == DeltaRuleForm::Chunked ? "chunked" : "recurrent"; }
+inline const char* delta_rule_form_name(DeltaRuleForm f) {
+  return f == DeltaRuleForm::Chunked ? "chunked" : "recurrent";
+}
 inline constexpr int64_t kDeltaRuleChunk = 64;
 void describe_field(FieldText& out, const char* name, DeltaRuleForm f);  // "form=chunked"
 
@@ -27,11 +29,11 @@ void describe_field(FieldText& out, const char* name, DeltaRuleForm f);  // "for
 // from zeros, and the final S is written back to the slot. q and k arrive L2-normalised (l2_norm).
 // A sequence whose slot is -1 (graph padding) reads and writes no state; its rows are 0.
 struct GatedDeltaRuleArgs {
-  Tensor qkv;    // f32 [n, 2*nk*dk + nv*dv]: per token q (nk heads of dk), k (nk x dk), v (nv x dv)
-  Tensor g;      // f32 [n, nv]
-  Tensor beta;   // f32 [n, nv]
-  Tensor state;  // f32 [slots, nv, dk, dv], updated in place
-  Tensor out;    // f32 [n, nv, dv]
+  Tensor qkv;               // f32 [n, 2*nk*dk + nv*dv]: per token q (nk heads of dk), k (nk x dk), v (nv x dv)
+  Tensor g;                 // f32 [n, nv]
+  Tensor beta;              // f32 [n, nv]
+  Tensor state;             // f32 [slots, nv, dk, dv], updated in place
+  Tensor out;               // f32 [n, nv, dv]
   int64_t num_k_heads = 0;  // nk; nv, dk and dv are the state's dims
   float scale = 1.0f;       // dk^-0.5
   DeltaRuleForm form = DeltaRuleForm::Recurrent;
@@ -40,16 +42,15 @@ struct GatedDeltaRuleArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = GatedDeltaRuleArgs;
-    return std::tuple{
-        Field{"qkv", Role::In, &A::qkv},
-        Field{"g", Role::In, &A::g},
-        Field{"beta", Role::In, &A::beta},
-        Field{"state", Role::InOut, &A::state},
-        Field{"num_k_heads", Role::Attr, &A::num_k_heads},
-        Field{"scale", Role::Attr, &A::scale},
-        Field{"form", Role::Attr, &A::form},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"qkv", Role::In, &A::qkv},
+                      Field{"g", Role::In, &A::g},
+                      Field{"beta", Role::In, &A::beta},
+                      Field{"state", Role::InOut, &A::state},
+                      Field{"num_k_heads", Role::Attr, &A::num_k_heads},
+                      Field{"scale", Role::Attr, &A::scale},
+                      Field{"form", Role::Attr, &A::form},
+                      Field{"meta", Role::Meta, &A::meta},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -20,12 +20,8 @@ struct GatedRmsNormArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = GatedRmsNormArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"z", Role::In, &A::z},
-        Field{"weight", Role::In, &A::weight},
-        Field{"eps", Role::Attr, &A::eps},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"z", Role::In, &A::z}, Field{"weight", Role::In, &A::weight},
+                      Field{"eps", Role::Attr, &A::eps}, Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -21,12 +21,9 @@ struct GdnGatingArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = GdnGatingArgs;
-    return std::tuple{
-        Field{"ba", Role::In, &A::ba},
-        Field{"a_log", Role::In, &A::a_log},
-        Field{"dt_bias", Role::In, &A::dt_bias},
-        Field{"g", Role::Out, &A::g},
-        Field{"beta", Role::Out, &A::beta}};
+    return std::tuple{Field{"ba", Role::In, &A::ba}, Field{"a_log", Role::In, &A::a_log},
+                      Field{"dt_bias", Role::In, &A::dt_bias}, Field{"g", Role::Out, &A::g},
+                      Field{"beta", Role::Out, &A::beta}};
   }
 };
 

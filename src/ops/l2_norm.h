@@ -19,11 +19,8 @@ struct L2NormArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = L2NormArgs;
-    return std::tuple{
-        Field{"x", Role::InOut, &A::x},
-        Field{"heads", Role::Attr, &A::heads},
-        Field{"head_dim", Role::Attr, &A::head_dim},
-        Field{"eps", Role::Attr, &A::eps}};
+    return std::tuple{Field{"x", Role::InOut, &A::x}, Field{"heads", Role::Attr, &A::heads},
+                      Field{"head_dim", Role::Attr, &A::head_dim}, Field{"eps", Role::Attr, &A::eps}};
   }
 };
 

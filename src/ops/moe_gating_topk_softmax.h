@@ -22,13 +22,9 @@ struct MoeGatingTopkSoftmaxArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = MoeGatingTopkSoftmaxArgs;
-    return std::tuple{
-        Field{"router_logits", Role::In, &A::router_logits},
-        Field{"top_k", Role::Attr, &A::top_k},
-        Field{"renormalize", Role::Attr, &A::renormalize},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"topk_weights", Role::Out, &A::topk_weights},
-        Field{"topk_ids", Role::Out, &A::topk_ids}};
+    return std::tuple{Field{"router_logits", Role::In, &A::router_logits}, Field{"top_k", Role::Attr, &A::top_k},
+                      Field{"renormalize", Role::Attr, &A::renormalize},   Field{"meta", Role::Meta, &A::meta},
+                      Field{"topk_weights", Role::Out, &A::topk_weights},  Field{"topk_ids", Role::Out, &A::topk_ids}};
   }
 };
 

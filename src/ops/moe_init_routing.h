@@ -11,8 +11,8 @@ namespace opchain {
 // Sorts the n*k (token, choice) pairs by expert (stable: token order within an expert), gathers the
 // tokens' rows into x_sorted, and records where each pair went. Inactive rows route nowhere.
 struct MoeInitRoutingArgs {
-  Tensor x;               // f32 [n, h]
-  Tensor topk_ids;        // i32 [n, k]
+  Tensor x;         // f32 [n, h]
+  Tensor topk_ids;  // i32 [n, k]
   int64_t num_experts = 0;
   const MoeMetadata* meta = nullptr;
   Tensor x_sorted;        // f32 [n*k, h]; rows [expert_offsets[e], expert_offsets[e+1]) belong to e
@@ -22,14 +22,13 @@ struct MoeInitRoutingArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = MoeInitRoutingArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"topk_ids", Role::In, &A::topk_ids},
-        Field{"num_experts", Role::Attr, &A::num_experts},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"x_sorted", Role::Out, &A::x_sorted},
-        Field{"expert_offsets", Role::Out, &A::expert_offsets},
-        Field{"pair_to_sorted", Role::Out, &A::pair_to_sorted}};
+    return std::tuple{Field{"x", Role::In, &A::x},
+                      Field{"topk_ids", Role::In, &A::topk_ids},
+                      Field{"num_experts", Role::Attr, &A::num_experts},
+                      Field{"meta", Role::Meta, &A::meta},
+                      Field{"x_sorted", Role::Out, &A::x_sorted},
+                      Field{"expert_offsets", Role::Out, &A::expert_offsets},
+                      Field{"pair_to_sorted", Role::Out, &A::pair_to_sorted}};
   }
 };
 

@@ -17,11 +17,9 @@ struct MoeTokenUnpermuteArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = MoeTokenUnpermuteArgs;
-    return std::tuple{
-        Field{"expert_out", Role::In, &A::expert_out},
-        Field{"pair_to_sorted", Role::In, &A::pair_to_sorted},
-        Field{"topk_weights", Role::In, &A::topk_weights},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"expert_out", Role::In, &A::expert_out},
+                      Field{"pair_to_sorted", Role::In, &A::pair_to_sorted},
+                      Field{"topk_weights", Role::In, &A::topk_weights}, Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -62,7 +62,8 @@ void describe_field(FieldText& out, const char*, const MoeMetadata* m) {
 
 void describe_field(FieldText& out, const char* name, const ExpertWeights* w) {
   if (!w || w->num_experts() == 0) return;
-  out.tensor(name, std::to_string(w->num_experts()) + "x(gate,up " + w->gate[0].desc() + ", down " + w->down[0].desc() + ")");
+  out.tensor(name,
+             std::to_string(w->num_experts()) + "x(gate,up " + w->gate[0].desc() + ", down " + w->down[0].desc() + ")");
 }
 
 void describe_field(FieldText& out, const char* name, const std::vector<Tensor>* w) {
@@ -111,7 +112,8 @@ bool is_operand_type(std::string_view t) {
 // "f32! residual[n,h]" -> {residual, InOut}; `output` for the part after "->".
 SchemaField parse_param(std::string_view p, bool output, std::string_view schema) {
   const size_t sp = p.find(' ');
-  if (sp == std::string_view::npos) throw InvalidArgumentError("schema '" + std::string(schema) + "': no name in '" + std::string(p) + "'");
+  if (sp == std::string_view::npos)
+    throw InvalidArgumentError("schema '" + std::string(schema) + "': no name in '" + std::string(p) + "'");
   std::string_view type = p.substr(0, sp);
   std::string_view rest = p.substr(sp + 1);
   size_t end = 0;
@@ -123,10 +125,14 @@ SchemaField parse_param(std::string_view p, bool output, std::string_view schema
     (type.back() == '!' ? in_place : f.optional) = true;
     type.remove_suffix(1);
   }
-  if (output) f.role = Role::Out;
-  else if (is_operand_type(type)) f.role = in_place ? Role::InOut : Role::In;
-  else if (type.ends_with("Metadata")) f.role = Role::Meta;
-  else f.role = Role::Attr;
+  if (output)
+    f.role = Role::Out;
+  else if (is_operand_type(type))
+    f.role = in_place ? Role::InOut : Role::In;
+  else if (type.ends_with("Metadata"))
+    f.role = Role::Meta;
+  else
+    f.role = Role::Attr;
   return f;
 }
 
@@ -157,13 +163,16 @@ std::vector<SchemaField> parse_schema_fields(std::string_view schema) {
       break;
     }
   }
-  if (close == std::string_view::npos) throw InvalidArgumentError("schema '" + std::string(schema) + "': no parameter list");
+  if (close == std::string_view::npos)
+    throw InvalidArgumentError("schema '" + std::string(schema) + "': no parameter list");
   std::vector<SchemaField> out;
-  for (std::string_view p : split_params(schema.substr(open + 1, close - open - 1))) out.push_back(parse_param(p, false, schema));
+  for (std::string_view p : split_params(schema.substr(open + 1, close - open - 1)))
+    out.push_back(parse_param(p, false, schema));
   std::string_view rest = schema.substr(close + 1);
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   if (rest.empty()) return out;
-  if (!rest.starts_with("->")) throw InvalidArgumentError("schema '" + std::string(schema) + "': expected '->' after the parameters");
+  if (!rest.starts_with("->"))
+    throw InvalidArgumentError("schema '" + std::string(schema) + "': expected '->' after the parameters");
   rest.remove_prefix(2);
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   if (rest.starts_with("(") && rest.ends_with(")")) rest = rest.substr(1, rest.size() - 2);

@@ -88,10 +88,14 @@ std::vector<SchemaField> parse_schema_fields(std::string_view schema);
 // scalars and enums are attributes. Checked for every op by the schema agreement test.
 template <class M>
 constexpr bool role_fits_type(Role r) {
-  if constexpr (std::is_same_v<M, Tensor>) return r == Role::In || r == Role::InOut || r == Role::Out;
-  else if constexpr (std::is_same_v<M, const AttnMetadata*> || std::is_same_v<M, const MoeMetadata*>) return r == Role::Meta;
-  else if constexpr (std::is_pointer_v<M>) return r == Role::In;  // weights, quantisation parameters
-  else return r == Role::Attr;
+  if constexpr (std::is_same_v<M, Tensor>)
+    return r == Role::In || r == Role::InOut || r == Role::Out;
+  else if constexpr (std::is_same_v<M, const AttnMetadata*> || std::is_same_v<M, const MoeMetadata*>)
+    return r == Role::Meta;
+  else if constexpr (std::is_pointer_v<M>)
+    return r == Role::In;  // weights, quantisation parameters
+  else
+    return r == Role::Attr;
 }
 
 }  // namespace opchain

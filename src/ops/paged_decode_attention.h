@@ -20,13 +20,12 @@ struct PagedDecodeAttentionArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = PagedDecodeAttentionArgs;
-    return std::tuple{
-        Field{"q", Role::In, &A::q},
-        Field{"k_cache", Role::In, &A::k_cache},
-        Field{"v_cache", Role::In, &A::v_cache},
-        Field{"scale", Role::Attr, &A::scale},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"q", Role::In, &A::q},
+                      Field{"k_cache", Role::In, &A::k_cache},
+                      Field{"v_cache", Role::In, &A::v_cache},
+                      Field{"scale", Role::Attr, &A::scale},
+                      Field{"meta", Role::Meta, &A::meta},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -21,13 +21,9 @@ struct PrefillAttentionArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = PrefillAttentionArgs;
-    return std::tuple{
-        Field{"q", Role::In, &A::q},
-        Field{"k", Role::In, &A::k},
-        Field{"v", Role::In, &A::v},
-        Field{"scale", Role::Attr, &A::scale},
-        Field{"meta", Role::Meta, &A::meta},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"q", Role::In, &A::q},         Field{"k", Role::In, &A::k},
+                      Field{"v", Role::In, &A::v},         Field{"scale", Role::Attr, &A::scale},
+                      Field{"meta", Role::Meta, &A::meta}, Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -12,9 +12,12 @@ std::optional<OpType> op_type_from_key(std::string_view key) {
 
 const char* moe_comm_type_name(MoeCommType t) {
   switch (t) {
-    case MoeCommType::Local: return "local";
-    case MoeCommType::AllGather: return "allgather";
-    case MoeCommType::AllToAll: return "alltoall";
+    case MoeCommType::Local:
+      return "local";
+    case MoeCommType::AllGather:
+      return "allgather";
+    case MoeCommType::AllToAll:
+      return "alltoall";
   }
   return "?";
 }
@@ -88,10 +91,12 @@ const KernelEntry& Registry::resolve(OpType op, const std::string& vendor, DType
     auto& s = have[e.vendor];
     s += (s.empty() ? "" : ", ") + std::string(dtype_name(e.dtype));
   }
-  std::string msg = "no kernel for " + std::string(op_key(op)) + "(" + std::string(dtype_name(dtype)) + ") on vendor '" +
-                    vendor + "' (OpType::" + std::string(op_info(op).name) + ", key '" + std::string(op_key(op)) + "')";
+  std::string msg = "no kernel for " + std::string(op_key(op)) + "(" + std::string(dtype_name(dtype)) +
+                    ") on vendor '" + vendor + "' (OpType::" + std::string(op_info(op).name) + ", key '" +
+                    std::string(op_key(op)) + "')";
   if (!has_vendor(vendor)) msg += "; vendor '" + vendor + "' is not registered";
-  for (const VendorInfo* info = vendor_info(vendor); info && !info->fallback.empty(); info = vendor_info(info->fallback))
+  for (const VendorInfo* info = vendor_info(vendor); info && !info->fallback.empty();
+       info = vendor_info(info->fallback))
     msg += "; nor on its fallback '" + info->fallback + "'";
   if (have.empty()) {
     msg += "; no vendor registers this op";
@@ -135,8 +140,8 @@ void LaunchObserver::set_active(LaunchObserver* o) { g_observer = o; }
 
 void BoundLaunch::run() const {
   switch (op) {
-#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                                 \
-  case OpType::name:                                                                                        \
+#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                             \
+  case OpType::name:                                                                                    \
     reinterpret_cast<typename OpTraits<OpType::name>::Fn>(fn)(*static_cast<const args_t*>(args.get())); \
     return;
     OPCHAIN_OP_TABLE(OPCHAIN_X)

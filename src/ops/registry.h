@@ -61,8 +61,9 @@ class Registry {
     add_erased(KernelEntry{Op, vendor, dtype, kernel_name, reinterpret_cast<void (*)()>(fn), flags, where});
   }
   // String-keyed registration for plugin vendors; the key must be in the op table.
-  void add_by_key(std::string_view key, const std::string& vendor, DType dtype, void (*fn)(), const std::string& kernel_name,
-                  KernelFlags flags = {}, std::source_location where = std::source_location::current());
+  void add_by_key(std::string_view key, const std::string& vendor, DType dtype, void (*fn)(),
+                  const std::string& kernel_name, KernelFlags flags = {},
+                  std::source_location where = std::source_location::current());
 
   const KernelEntry* find(OpType op, const std::string& vendor, DType dtype) const;
   // Throws UnsupportedOpError with what exists for this op.
@@ -103,9 +104,9 @@ Kernel<Op> resolve_kernel(const Registry& reg, const std::string& vendor, DType 
 struct BoundLaunch {
   const KernelEntry* entry = nullptr;
   OpType op{};
-  void (*fn)() = nullptr;             // the kernel launched, type-erased OpTraits<op>::Fn
-  std::shared_ptr<const void> args;   // the copy, an OpTraits<op>::Args
-  void run() const;                   // fn(args), typed through the op table
+  void (*fn)() = nullptr;            // the kernel launched, type-erased OpTraits<op>::Fn
+  std::shared_ptr<const void> args;  // the copy, an OpTraits<op>::Args
+  void run() const;                  // fn(args), typed through the op table
 };
 
 // Records launches: the graph runner captures a step with it (see Note [Graph capture] in

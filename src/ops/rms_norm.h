@@ -17,11 +17,8 @@ struct RmsNormArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = RmsNormArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"weight", Role::In, &A::weight},
-        Field{"eps", Role::Attr, &A::eps},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"weight", Role::In, &A::weight},
+                      Field{"eps", Role::Attr, &A::eps}, Field{"out", Role::Out, &A::out}};
   }
 };
 

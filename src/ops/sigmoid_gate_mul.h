@@ -16,9 +16,7 @@ struct SigmoidGateMulArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = SigmoidGateMulArgs;
-    return std::tuple{
-        Field{"gate", Role::In, &A::gate},
-        Field{"x", Role::InOut, &A::x}};
+    return std::tuple{Field{"gate", Role::In, &A::gate}, Field{"x", Role::InOut, &A::x}};
   }
 };
 

@@ -16,10 +16,8 @@ struct SigmoidGatedAddArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = SigmoidGatedAddArgs;
-    return std::tuple{
-        Field{"gate", Role::In, &A::gate},
-        Field{"y", Role::In, &A::y},
-        Field{"out", Role::InOut, &A::out}};
+    return std::tuple{Field{"gate", Role::In, &A::gate}, Field{"y", Role::In, &A::y},
+                      Field{"out", Role::InOut, &A::out}};
   }
 };
 

@@ -15,9 +15,7 @@ struct SiluAndMulArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = SiluAndMulArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"out", Role::Out, &A::out}};
   }
 };
 

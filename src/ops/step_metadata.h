@@ -9,8 +9,8 @@ namespace opchain {
 
 // Attention metadata of one step. All index tensors are i32 host tensors.
 struct AttnMetadata {
-  bool is_decoding = false;   // every sequence contributes exactly one query token
-  bool has_past = false;      // some sequence has cached tokens before this step's
+  bool is_decoding = false;  // every sequence contributes exactly one query token
+  bool has_past = false;     // some sequence has cached tokens before this step's
   int64_t batch_size = 0;
   int64_t num_tokens = 0;
   int64_t block_size = 0;
@@ -24,7 +24,7 @@ struct AttnMetadata {
   // Linear-attention layers (Gated DeltaNet): the state-pool slot of each sequence's conv and recurrent
   // state; -1 = a padding sequence, which reads and writes no state. A sequence starts from zero state
   // when it has no cached tokens (kv_seqlens == q_seqlens), whatever its slot holds.
-  Tensor state_slots;   // [batch]
+  Tensor state_slots;  // [batch]
 };
 
 // How expert-parallel ranks exchange tokens. Chosen by a pure policy (backends/moe_comm_policy.h).
@@ -37,10 +37,10 @@ struct MoeMetadata {
   int64_t ep_rank = 0;
   int64_t tp_size = 1;
   int64_t dp_size = 1;
-  int64_t num_tokens = 0;      // real tokens of this step
-  int64_t pad_size = 0;        // rows added after the real ones (graph buckets, collectives)
-  Tensor x_active_mask;        // u8 [num_tokens + pad_size]: 0 rows are padding; no expert computes them
-  int64_t router_n_groups = 0; // grouped top-k: experts split in groups, top groups chosen first
+  int64_t num_tokens = 0;       // real tokens of this step
+  int64_t pad_size = 0;         // rows added after the real ones (graph buckets, collectives)
+  Tensor x_active_mask;         // u8 [num_tokens + pad_size]: 0 rows are padding; no expert computes them
+  int64_t router_n_groups = 0;  // grouped top-k: experts split in groups, top groups chosen first
   int64_t router_topk_groups = 0;
 };
 

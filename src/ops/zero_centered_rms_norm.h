@@ -20,12 +20,9 @@ struct ZeroCenteredRmsNormArgs {
   // Note [Op fields]: the schema's order, one entry per member.
   static constexpr auto fields() {
     using A = ZeroCenteredRmsNormArgs;
-    return std::tuple{
-        Field{"x", Role::In, &A::x},
-        Field{"residual", Role::InOut, &A::residual},
-        Field{"weight", Role::In, &A::weight},
-        Field{"eps", Role::Attr, &A::eps},
-        Field{"out", Role::Out, &A::out}};
+    return std::tuple{Field{"x", Role::In, &A::x}, Field{"residual", Role::InOut, &A::residual},
+                      Field{"weight", Role::In, &A::weight}, Field{"eps", Role::Attr, &A::eps},
+                      Field{"out", Role::Out, &A::out}};
   }
 };
 

@@ -5,8 +5,8 @@
 
 namespace opchain::server {
 
-ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source, const std::string& rendered_prompt,
-                             const Tokenizer& tokenizer) {
+ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source,
+                             const std::string& rendered_prompt, const Tokenizer& tokenizer) {
   ChoiceOptions o;
   o.endpoint = request.endpoint;
   o.logprobs = request.logprobs >= 0;
@@ -158,8 +158,10 @@ ChoiceResult ChoiceAssembler::result(FinishReason reason) const {
   if (!r.tool_calls.empty() && r.text.find_first_not_of(" \t\r\n") == std::string::npos) r.text.clear();
   if (opt_.logprobs && r.logprobs.is_null())  // no token carried text (e.g. the reply was only a stop token)
     r.logprobs = opt_.endpoint == Endpoint::Chat ? nlohmann::json{{"content", nlohmann::json::array()}}
-                                                 : nlohmann::json{{"tokens", nlohmann::json::array()}, {"token_logprobs", nlohmann::json::array()},
-                                                                  {"top_logprobs", nlohmann::json::array()}, {"text_offset", nlohmann::json::array()}};
+                                                 : nlohmann::json{{"tokens", nlohmann::json::array()},
+                                                                  {"token_logprobs", nlohmann::json::array()},
+                                                                  {"top_logprobs", nlohmann::json::array()},
+                                                                  {"text_offset", nlohmann::json::array()}};
   return r;
 }
 

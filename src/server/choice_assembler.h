@@ -23,9 +23,9 @@ namespace opchain::server {
 struct ChoiceOptions {
   Endpoint endpoint = Endpoint::Chat;
   ToolCallFormat tool_format = ToolCallFormat::None;  // None: tool calls are not read back (no tools, tool_choice none)
-  nlohmann::ordered_json tools;                        // the request's tools (types for QwenXml parameters)
-  bool reasoning = false;                              // the chat template thinks (template_has_reasoning)
-  bool think_opened_by_prompt = false;                 // prompt_opens_think of the rendered prompt
+  nlohmann::ordered_json tools;                       // the request's tools (types for QwenXml parameters)
+  bool reasoning = false;                             // the chat template thinks (template_has_reasoning)
+  bool think_opened_by_prompt = false;                // prompt_opens_think of the rendered prompt
   // A tool_choice that forces a call: the reply is the call itself, decoded under a grammar (Named:
   // the function's arguments object; Required: a list of {"name", "parameters"}), read back whole.
   ToolChoiceMode forced = ToolChoiceMode::Auto;
@@ -36,8 +36,8 @@ struct ChoiceOptions {
 };
 
 // How a request's choices are read back: from the model's chat template and the parsed request.
-ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source, const std::string& rendered_prompt,
-                             const Tokenizer& tokenizer);
+ChoiceOptions choice_options(const ParsedRequest& request, const std::string& chat_template_source,
+                             const std::string& rendered_prompt, const Tokenizer& tokenizer);
 
 // Joins a later delta of the same choice onto an earlier one (a stream sends them as one chunk).
 void append_delta(ChunkDelta& into, const ChunkDelta& more);
@@ -65,7 +65,7 @@ class ChoiceAssembler {
   size_t text_bytes_ = 0;  // completions: text before the next tokens (logprobs text_offset)
   int tool_calls_ = 0;
   std::string forced_text_;  // a forced call's JSON, held until the reply ends
-  ChoiceResult whole_;  // everything sent so far
+  ChoiceResult whole_;       // everything sent so far
 };
 
 }  // namespace opchain::server

@@ -22,8 +22,11 @@ std::string status_line(int status) {
 
 ConnectionExchange::ConnectionExchange(std::weak_ptr<HttpConnection> conn, boost::asio::any_io_executor strand,
                                        HttpRequest request, bool may_keep_alive, std::shared_ptr<HttpServerState> state)
-    : conn_(std::move(conn)), strand_(std::move(strand)), request_(std::move(request)),
-      may_keep_alive_(may_keep_alive), state_(std::move(state)) {}
+    : conn_(std::move(conn)),
+      strand_(std::move(strand)),
+      request_(std::move(request)),
+      may_keep_alive_(may_keep_alive),
+      state_(std::move(state)) {}
 
 void ConnectionExchange::respond(HttpResponse response) {
   {
@@ -59,10 +62,11 @@ bool ConnectionExchange::write(std::string_view data) {
     if (!head_sent_ || ended_) return false;
     // The connection's write timeout closes a stalled socket (gone_ then wakes us); this deadline
     // only guards against waiting forever if that somehow never comes.
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                              std::chrono::duration<double>(state_->limits.write_timeout_s + 1.0));
-    if (!room_.wait_until(lock, deadline, [&] { return gone_ || unsent_ < state_->limits.max_buffered_response_bytes; })) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(state_->limits.write_timeout_s + 1.0));
+    if (!room_.wait_until(lock, deadline,
+                          [&] { return gone_ || unsent_ < state_->limits.max_buffered_response_bytes; })) {
       gone_ = true;
       lock.unlock();
       if (auto c = conn_.lock()) c->close_now();
@@ -138,9 +142,10 @@ void ConnectionExchange::handler_returned() {
     }
   }
   if (!answered)
-    respond(state_->hooks.error_response(500, "the handler for " + escape_for_log(request_.path, 256) +
-                                                  " returned without answering", ""));
-  else kick();
+    respond(state_->hooks.error_response(
+        500, "the handler for " + escape_for_log(request_.path, 256) + " returned without answering", ""));
+  else
+    kick();
 }
 
 int ConnectionExchange::status() const {

@@ -48,8 +48,8 @@ class ConnectionExchange final : public HttpExchange {
 
  private:
   std::string head_for(const HttpResponse& r, bool stream);  // under mu_
-  void queue(std::string_view bytes);                         // under mu_
-  void kick();  // posts the connection's flush
+  void queue(std::string_view bytes);                        // under mu_
+  void kick();                                               // posts the connection's flush
 
   const std::weak_ptr<HttpConnection> conn_;
   const boost::asio::any_io_executor strand_;

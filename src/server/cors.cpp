@@ -19,7 +19,9 @@ bool looks_like_origin(std::string_view o) {
   if (sep == std::string_view::npos || sep == 0) return false;
   const std::string_view host = o.substr(sep + 3);
   if (host.empty() || host.find_first_of("/?#@ \t") != std::string_view::npos) return false;
-  return std::all_of(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(sep), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.'; });
+  return std::all_of(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(sep), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
 }
 
 }  // namespace
@@ -32,7 +34,8 @@ CorsPolicy::CorsPolicy(std::vector<std::string> allowed_origins) : allowed_(std:
     }
     while (!o.empty() && o.back() == '/') o.pop_back();  // "https://a.example/" as typed means the origin
     if (!looks_like_origin(o))
-      throw InvalidArgumentError("--allowed-origins: '" + o + "' is not an origin (scheme://host[:port], or * for any)");
+      throw InvalidArgumentError("--allowed-origins: '" + o +
+                                 "' is not an origin (scheme://host[:port], or * for any)");
   }
 }
 

@@ -87,7 +87,10 @@ constexpr size_t kReadChunk = 16 * 1024;
 }  // namespace
 
 HttpConnection::HttpConnection(net::ip::tcp::socket socket, std::shared_ptr<HttpServerState> state, std::string client)
-    : socket_(std::move(socket)), timer_(socket_.get_executor()), state_(std::move(state)), client_(std::move(client)),
+    : socket_(std::move(socket)),
+      timer_(socket_.get_executor()),
+      state_(std::move(state)),
+      client_(std::move(client)),
       buffer_(std::max(state_->limits.max_header_bytes, size_t{64 * 1024}) + kReadChunk),
       request_start_(Clock::now()) {
   std::lock_guard lock(state_->mu);
@@ -142,8 +145,9 @@ void HttpConnection::read_head() {
   request_start_ = Clock::now();
   parser_.emplace(state_->limits);
   arm_timeout(to_duration(state_->limits.header_timeout_s));
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](beast::error_code ec, size_t) { self->on_head(self->timed(ec)); });
+  http::async_read_header(socket_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+    self->on_head(self->timed(ec));
+  });
 }
 
 void HttpConnection::on_head(beast::error_code ec) {
@@ -157,7 +161,8 @@ void HttpConnection::on_head(beast::error_code ec) {
         ec == net::error::connection_reset || ec == net::error::operation_aborted)
       return close();  // the client went away mid-head: no one to answer
     if (parser_->request_line_too_long() || (ec == http::error::header_limit && !parser_->request_line_seen()))
-      return fail_request(414, "the request line is longer than " + std::to_string(lim.max_request_line_bytes) + " bytes",
+      return fail_request(414,
+                          "the request line is longer than " + std::to_string(lim.max_request_line_bytes) + " bytes",
                           "uri_too_long");
     if (parser_->too_many_headers())
       return fail_request(431, "the request has more than " + std::to_string(lim.max_header_count) + " header lines",
@@ -235,8 +240,7 @@ void HttpConnection::on_body(beast::error_code ec) {
   if (ec) {
     if (phase_ == Phase::Closed) return;
     if (ec == beast::error::timeout)
-      return fail_request(408, "the request body stalled for " + seconds_text(lim.body_timeout_s),
-                          "request_timeout");
+      return fail_request(408, "the request body stalled for " + seconds_text(lim.body_timeout_s), "request_timeout");
     if (ec == http::error::body_limit)
       return fail_request(413, "the request body is larger than " + std::to_string(lim.max_body_bytes) + " bytes",
                           "request_too_large");
@@ -307,7 +311,8 @@ void HttpConnection::watch_for_disconnect() {
   });
 }
 
-void HttpConnection::fail_request(int status, const std::string& message, const std::string& code, bool may_keep_alive) {
+void HttpConnection::fail_request(int status, const std::string& message, const std::string& code,
+                                  bool may_keep_alive) {
   HttpRequest request;
   if (parser_) {
     request = std::move(parser_->request());
@@ -337,8 +342,8 @@ void HttpConnection::flush() {
 void HttpConnection::report(int status) {
   const HttpRequest& req = exchange_->request();
   if (state_->hooks.on_request_done)
-    state_->hooks.on_request_done(HttpRequestSummary{req.method, req.target, req.path, status,
-                                                     Seconds(Clock::now() - request_start_).count(), exchange_->note()});
+    state_->hooks.on_request_done(HttpRequestSummary{
+        req.method, req.target, req.path, status, Seconds(Clock::now() - request_start_).count(), exchange_->note()});
 }
 
 void HttpConnection::response_done() {

@@ -16,7 +16,7 @@ struct HttpRequestSummary {
   std::string_view method, target, path;  // raw client bytes ("-" when the request line never arrived)
   int status = 0;                         // 499: the connection closed before the response was written whole
   double seconds = 0;
-  std::string note;                       // HttpExchange::annotate's text
+  std::string note;  // HttpExchange::annotate's text
 };
 
 struct HttpServerHooks {

@@ -9,12 +9,12 @@
 namespace opchain::server {
 
 struct HttpRequest {
-  std::string method;  // as sent: "GET", "POST"
-  std::string target;  // as sent, query and percent-escapes included
-  std::string path;    // target up to '?', still percent-encoded
-  int version = 11;    // 10 or 11
+  std::string method;                                        // as sent: "GET", "POST"
+  std::string target;                                        // as sent, query and percent-escapes included
+  std::string path;                                          // target up to '?', still percent-encoded
+  int version = 11;                                          // 10 or 11
   std::vector<std::pair<std::string, std::string>> headers;  // in arrival order, names as sent
-  std::string body;    // empty until the body was read (admission checks see the head only)
+  std::string body;  // empty until the body was read (admission checks see the head only)
 
   // The first header of that name (case-insensitive), or "" when there is none.
   std::string_view header(std::string_view name) const;
@@ -26,7 +26,7 @@ struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers; framing ones are the server's
-  std::string body;  // ignored when the response starts a stream
+  std::string body;                                          // ignored when the response starts a stream
 };
 
 // Percent-decodes a path segment into `out`; false when an escape is malformed ("%4", "%zz").

@@ -12,8 +12,8 @@
 namespace opchain::server {
 
 struct HttpRoute {
-  std::string method;       // "GET", "POST"
-  std::string path;         // exact; a trailing '*' matches any rest of the path ("/v1/models/*")
+  std::string method;  // "GET", "POST"
+  std::string path;    // exact; a trailing '*' matches any rest of the path ("/v1/models/*")
   // Where handle() runs. false: on the socket threads, so it must answer at once and never wait
   // (health, metrics). true: on a handler thread, where it may wait on the engine.
   bool blocking = false;

@@ -75,7 +75,8 @@ struct HttpServer::Impl {
     else if (from_client >= lim.max_connections_per_client)
       conn->refuse(429, "this client has " + std::to_string(lim.max_connections_per_client) + " connections open",
                    "too_many_connections");
-    else conn->start();
+    else
+      conn->start();
   }
 
   std::vector<std::shared_ptr<HttpConnection>> connections() {
@@ -148,8 +149,9 @@ void HttpServer::drain() {
 }
 
 bool HttpServer::wait_closed(double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                                std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
   for (;;) {
     {
       std::lock_guard lock(impl_->state->mu);

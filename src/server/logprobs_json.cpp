@@ -36,7 +36,8 @@ nlohmann::json chat_logprobs_json(std::span<const StepLogprobs> steps, const Tok
   return {{"content", std::move(content)}};
 }
 
-nlohmann::json completion_logprobs_json(std::span<const StepLogprobs> steps, const Tokenizer& tokenizer, size_t offset) {
+nlohmann::json completion_logprobs_json(std::span<const StepLogprobs> steps, const Tokenizer& tokenizer,
+                                        size_t offset) {
   nlohmann::json tokens = nlohmann::json::array(), logprobs = nlohmann::json::array(), tops = nlohmann::json::array(),
                  offsets = nlohmann::json::array();
   for (const StepLogprobs& s : steps) {
@@ -49,7 +50,9 @@ nlohmann::json completion_logprobs_json(std::span<const StepLogprobs> steps, con
     for (const TokenLogprob& t : s.top) top[tokenizer.token_bytes(t.id)] = finite(t.logprob);
     tops.push_back(std::move(top));
   }
-  return {{"tokens", std::move(tokens)}, {"token_logprobs", std::move(logprobs)}, {"top_logprobs", std::move(tops)},
+  return {{"tokens", std::move(tokens)},
+          {"token_logprobs", std::move(logprobs)},
+          {"top_logprobs", std::move(tops)},
           {"text_offset", std::move(offsets)}};
 }
 

@@ -44,12 +44,16 @@ void check_nesting(std::string_view body) {
   bool in_string = false, escaped = false;
   for (char c : body) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth)
         bad("", "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", "invalid_json");
@@ -106,7 +110,8 @@ void in_range(const char* key, double v, double lo, double hi, const char* range
 ojson normalise_content(const ojson& content, size_t index) {
   const std::string param = "messages[" + std::to_string(index) + "].content";
   if (content.is_string()) return content;
-  if (!content.is_array()) bad(param, "'" + param + "' must be a string or a list of content parts, got " + type_name(content));
+  if (!content.is_array())
+    bad(param, "'" + param + "' must be a string or a list of content parts, got " + type_name(content));
   std::string text;
   for (size_t k = 0; k < content.size(); ++k) {
     const ojson& part = content[k];
@@ -138,7 +143,8 @@ ojson parse_messages(const ojson& j) {
     if (!role || !role->is_string()) bad(param + ".role", "'" + param + ".role' must be a string");
     const std::string r = role->get<std::string>();
     if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
-      bad(param + ".role", "'" + param + ".role' must be one of system, developer, user, assistant, tool; got '" + r + "'");
+      bad(param + ".role",
+          "'" + param + ".role' must be one of system, developer, user, assistant, tool; got '" + r + "'");
     ojson copy = m;
     const ojson* content = field(m, "content");
     if (content) {
@@ -190,9 +196,12 @@ std::vector<PromptInput> parse_prompts(const ojson& j) {
       for (size_t i = 0; i < p->size(); ++i) {
         const ojson& v = (*p)[i];
         const std::string param = "prompt[" + std::to_string(i) + "]";
-        if (v.is_string()) text(v, param);
-        else if (v.is_array()) out.push_back(PromptInput{{}, parse_ids(v, param), true});
-        else bad(param, "'" + param + "' must be a string or a list of token ids, got " + type_name(v));
+        if (v.is_string())
+          text(v, param);
+        else if (v.is_array())
+          out.push_back(PromptInput{{}, parse_ids(v, param), true});
+        else
+          bad(param, "'" + param + "' must be a string or a list of token ids, got " + type_name(v));
       }
     }
   } else {
@@ -214,11 +223,15 @@ std::vector<std::string> parse_stop(const ojson& j, const ProtocolLimits& lim) {
       bad("stop", "stop strings may be at most " + std::to_string(lim.max_stop_chars) + " bytes");
     out.push_back(std::move(str));
   };
-  if (s->is_string()) add(*s);
-  else if (s->is_array()) for (const auto& v : *s) add(v);
-  else bad("stop", "'stop' must be a string or a list of strings, got " + type_name(*s));
+  if (s->is_string())
+    add(*s);
+  else if (s->is_array())
+    for (const auto& v : *s) add(v);
+  else
+    bad("stop", "'stop' must be a string or a list of strings, got " + type_name(*s));
   if (static_cast<int>(out.size()) > lim.max_stop)
-    bad("stop", "at most " + std::to_string(lim.max_stop) + " stop strings are allowed, got " + std::to_string(out.size()));
+    bad("stop",
+        "at most " + std::to_string(lim.max_stop) + " stop strings are allowed, got " + std::to_string(out.size()));
   return out;
 }
 
@@ -227,8 +240,10 @@ std::vector<std::string> parse_stop(const ojson& j, const ProtocolLimits& lim) {
 void refuse_unsupported(const ojson& j, Endpoint ep) {
   if (const ojson* v = field(j, "suffix"); v && !(v->is_string() && v->get<std::string>().empty()))
     unsupported("suffix", "'suffix'");
-  if (const ojson* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty())) unsupported("logit_bias", "'logit_bias'");
-  if (auto min_tokens = integer(j, "min_tokens"); min_tokens && *min_tokens > 0) unsupported("min_tokens", "'min_tokens'");
+  if (const ojson* v = field(j, "logit_bias"); v && !(v->is_object() && v->empty()))
+    unsupported("logit_bias", "'logit_bias'");
+  if (auto min_tokens = integer(j, "min_tokens"); min_tokens && *min_tokens > 0)
+    unsupported("min_tokens", "'min_tokens'");
 }
 
 // Chat: logprobs (a boolean) and top_logprobs (0..20, only with logprobs); completions: logprobs (an
@@ -241,7 +256,8 @@ void parse_logprobs(const ojson& j, Endpoint ep, const ProtocolLimits& lim, Pars
     std::optional<int64_t> top;
     if (field(j, "top_logprobs")) {
       top = integer(j, "top_logprobs");
-      if (*top < 0 || *top > kMaxTopLogprobs) bad("top_logprobs", "'top_logprobs' must be " + top_range + ", got " + std::to_string(*top));
+      if (*top < 0 || *top > kMaxTopLogprobs)
+        bad("top_logprobs", "'top_logprobs' must be " + top_range + ", got " + std::to_string(*top));
       if (!on && *top > 0) bad("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
     }
     r.logprobs = on ? static_cast<int>(top.value_or(0)) : -1;
@@ -267,10 +283,14 @@ void parse_tool_choice(const ojson& j, ParsedRequest& r) {
   if (!v || v->is_null()) return;
   if (v->is_string()) {
     const std::string c = v->get<std::string>();
-    if (c == "none") r.tool_choice = ToolChoiceMode::None;
-    else if (c == "auto") r.tool_choice = ToolChoiceMode::Auto;
-    else if (c == "required") r.tool_choice = ToolChoiceMode::Required;
-    else bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got '" + c + "'");
+    if (c == "none")
+      r.tool_choice = ToolChoiceMode::None;
+    else if (c == "auto")
+      r.tool_choice = ToolChoiceMode::Auto;
+    else if (c == "required")
+      r.tool_choice = ToolChoiceMode::Required;
+    else
+      bad("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function, got '" + c + "'");
   } else if (v->is_object()) {
     const ojson* type = field(*v, "type");
     const ojson* fn = field(*v, "function");
@@ -283,7 +303,8 @@ void parse_tool_choice(const ojson& j, ParsedRequest& r) {
     bad("tool_choice", "'tool_choice' must be a string or an object, got " + type_name(*v));
   }
   if ((r.tool_choice == ToolChoiceMode::Required || r.tool_choice == ToolChoiceMode::Named) && r.tools.is_null())
-    bad("tool_choice", "'tool_choice' " + std::string(r.tool_choice == ToolChoiceMode::Named ? "naming a function" : "\"required\"") +
+    bad("tool_choice", "'tool_choice' " +
+                           std::string(r.tool_choice == ToolChoiceMode::Named ? "naming a function" : "\"required\"") +
                            " needs 'tools'");
   if (r.tool_choice == ToolChoiceMode::Named) {
     bool found = false;
@@ -292,7 +313,8 @@ void parse_tool_choice(const ojson& j, ParsedRequest& r) {
       const ojson* n = f && f->is_object() ? field(*f, "name") : nullptr;
       found = found || (n && *n == r.tool_choice_name);
     }
-    if (!found) bad("tool_choice", "'tool_choice' names function '" + r.tool_choice_name + "', which is not in 'tools'");
+    if (!found)
+      bad("tool_choice", "'tool_choice' names function '" + r.tool_choice_name + "', which is not in 'tools'");
   }
 }
 
@@ -335,9 +357,10 @@ void parse_constraints(const ojson& j, ParsedRequest& r) {
       const ojson* f = t.is_object() ? field(t, "function") : nullptr;
       const ojson* n = f && f->is_object() ? field(*f, "name") : nullptr;
       if (!n || !n->is_string()) bad("tools", "every tool needs a 'function' with a string 'name'");
-      any.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", *n}}}, {"parameters", tool_parameters(r.tools, n->get<std::string>())}}},
-                     {"required", {"name", "parameters"}}});
+      any.push_back(
+          {{"type", "object"},
+           {"properties", {{"name", {{"const", *n}}}, {"parameters", tool_parameters(r.tools, n->get<std::string>())}}},
+           {"required", {"name", "parameters"}}});
     }
     schema = {{"type", "array"}, {"minItems", 1}, {"items", {{"anyOf", any}}}};
   }
@@ -365,7 +388,8 @@ ParsedRequest parse_checked_request(std::string_view body, Endpoint ep, const Sa
   } catch (const nlohmann::json::exception& e) {
     bad("", std::string("the request body is not valid JSON: ") + e.what(), "invalid_json");
   }
-  if (!j.is_object()) bad("", std::string("the request body must be a JSON object, got ") + type_name(j), "invalid_json");
+  if (!j.is_object())
+    bad("", std::string("the request body must be a JSON object, got ") + type_name(j), "invalid_json");
 
   ParsedRequest r;
   r.endpoint = ep;
@@ -384,7 +408,8 @@ ParsedRequest parse_checked_request(std::string_view body, Endpoint ep, const Sa
       if (!t->empty()) r.tools = *t;
     }
     if (const ojson* k = field(j, "chat_template_kwargs")) {
-      if (!k->is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object, got " + type_name(*k));
+      if (!k->is_object())
+        bad("chat_template_kwargs", "'chat_template_kwargs' must be an object, got " + type_name(*k));
       for (const char* reserved : {"messages", "tools", "add_generation_prompt"})
         if (k->contains(reserved))
           bad("chat_template_kwargs", std::string("'chat_template_kwargs' may not set '") + reserved + "'");
@@ -414,7 +439,8 @@ ParsedRequest parse_checked_request(std::string_view body, Endpoint ep, const Sa
       bad("n", "'n' must be between 1 and " + std::to_string(lim.max_n) + ", got " + std::to_string(*n));
     r.n = static_cast<int>(*n);
   }
-  if (auto best_of = integer(j, "best_of"); best_of && *best_of != r.n) unsupported("best_of", "'best_of' other than n");
+  if (auto best_of = integer(j, "best_of"); best_of && *best_of != r.n)
+    unsupported("best_of", "'best_of' other than n");
   const size_t prompts = ep == Endpoint::Chat ? 1 : r.prompts.size();
   if (prompts * static_cast<size_t>(r.n) > static_cast<size_t>(lim.max_sequences))
     bad(ep == Endpoint::Chat ? "n" : "prompt", "a request may ask for at most " + std::to_string(lim.max_sequences) +
@@ -497,10 +523,14 @@ ParsedRequest parse_request(std::string_view body, Endpoint ep, const SamplingPa
 
 const char* openai_finish_reason(FinishReason r) {
   switch (r) {
-    case FinishReason::Stop: return "stop";
-    case FinishReason::Length: return "length";
-    case FinishReason::Aborted: return "abort";
-    case FinishReason::None: break;
+    case FinishReason::Stop:
+      return "stop";
+    case FinishReason::Length:
+      return "length";
+    case FinishReason::Aborted:
+      return "abort";
+    case FinishReason::None:
+      break;
   }
   return nullptr;
 }
@@ -527,7 +557,9 @@ static nlohmann::json envelope(const ResponseMeta& meta, bool chunk) {
 static nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls, int first_index, bool streaming) {
   nlohmann::json arr = nlohmann::json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    nlohmann::json c{{"id", calls[i].id}, {"type", "function"}, {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    nlohmann::json c{{"id", calls[i].id},
+                     {"type", "function"},
+                     {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
     if (streaming) c["index"] = first_index + static_cast<int>(i);
     arr.push_back(std::move(c));
   }
@@ -546,7 +578,9 @@ nlohmann::json completion_response(const ResponseMeta& meta, const std::vector<C
   nlohmann::json arr = nlohmann::json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const ChoiceResult& ch = choices[i];
-    nlohmann::json c{{"index", i}, {"logprobs", ch.logprobs}, {"finish_reason", finish_json(ch.finish_reason, !ch.tool_calls.empty())}};
+    nlohmann::json c{{"index", i},
+                     {"logprobs", ch.logprobs},
+                     {"finish_reason", finish_json(ch.finish_reason, !ch.tool_calls.empty())}};
     if (meta.endpoint == Endpoint::Chat) {
       nlohmann::json msg{{"role", "assistant"}, {"content", ch.text}};
       if (!ch.tool_calls.empty()) {
@@ -604,7 +638,10 @@ std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohma
 std::string sse_event(const nlohmann::json& j) { return "data: " + dump(j) + "\n\n"; }
 
 nlohmann::json model_object(const std::string& served_model, int64_t created, int64_t max_context) {
-  return {{"id", served_model}, {"object", "model"}, {"created", created}, {"owned_by", "opchain"},
+  return {{"id", served_model},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "opchain"},
           {"max_model_len", max_context}};
 }
 

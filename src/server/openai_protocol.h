@@ -23,8 +23,8 @@ namespace opchain::server {
 // official clients raise the matching exception (BadRequestError, AuthenticationError, ...).
 class ApiError : public Error {
  public:
-  ApiError(int status, const std::string& message, std::string type = "invalid_request_error",
-           std::string param = "", std::string code = "");
+  ApiError(int status, const std::string& message, std::string type = "invalid_request_error", std::string param = "",
+           std::string code = "");
   int status() const { return status_; }
   const std::string& type() const { return type_; }
   const std::string& param() const { return param_; }
@@ -44,10 +44,10 @@ enum class Endpoint { Chat, Completion };
 
 struct ProtocolLimits {
   std::string served_model;
-  int64_t max_context = 0;   // max_tokens above this is refused up front
-  int max_n = 16;            // choices per prompt
-  int max_sequences = 64;    // prompts x n in one request
-  int max_stop = 16;         // stop strings
+  int64_t max_context = 0;  // max_tokens above this is refused up front
+  int max_n = 16;           // choices per prompt
+  int max_sequences = 64;   // prompts x n in one request
+  int max_stop = 16;        // stop strings
   size_t max_stop_chars = 256;
   // What the serving side fills in (the parser knows them all; a server that cannot answer with them
   // refuses them rather than dropping them).
@@ -65,23 +65,23 @@ enum class ToolChoiceMode { Auto, None, Required, Named };
 
 struct ParsedRequest {
   Endpoint endpoint = Endpoint::Chat;
-  std::string model;                           // as sent (empty: not sent)
-  nlohmann::ordered_json messages;             // chat: content parts already joined into strings
-  nlohmann::ordered_json tools;                // chat: null when none
+  std::string model;                // as sent (empty: not sent)
+  nlohmann::ordered_json messages;  // chat: content parts already joined into strings
+  nlohmann::ordered_json tools;     // chat: null when none
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
-  std::vector<PromptInput> prompts;            // completions: one or more
-  std::optional<int64_t> max_tokens;           // max_completion_tokens wins over max_tokens
-  SamplingParams sampling;                     // the model's defaults overlaid with the request
+  std::vector<PromptInput> prompts;   // completions: one or more
+  std::optional<int64_t> max_tokens;  // max_completion_tokens wins over max_tokens
+  SamplingParams sampling;            // the model's defaults overlaid with the request
   std::vector<std::string> stop;
   int n = 1;
   bool stream = false;
-  bool include_usage = false;                  // stream_options.include_usage
-  bool ignore_eos = false;                     // vLLM extension
-  bool skip_special_tokens = true;             // vLLM extension
+  bool include_usage = false;                         // stream_options.include_usage
+  bool ignore_eos = false;                            // vLLM extension
+  bool skip_special_tokens = true;                    // vLLM extension
   ToolChoiceMode tool_choice = ToolChoiceMode::Auto;  // chat
-  std::string tool_choice_name;                // ToolChoiceMode::Named: one of `tools`
-  int logprobs = -1;                           // GenerationRequest::logprobs (chat: top_logprobs when logprobs)
-  bool echo = false;                           // completions: the prompt's text before the completion
+  std::string tool_choice_name;                       // ToolChoiceMode::Named: one of `tools`
+  int logprobs = -1;                                  // GenerationRequest::logprobs (chat: top_logprobs when logprobs)
+  bool echo = false;                                  // completions: the prompt's text before the completion
   // The grammar the reply is decoded under (response_format, or a tool_choice that forces a call), or null.
   std::shared_ptr<const CompiledGrammar> grammar;
 };
@@ -97,7 +97,7 @@ const char* openai_finish_reason(FinishReason r);
 struct ChoiceResult {
   std::string text;  // chat: the content (without reasoning and tool-call markup)
   FinishReason finish_reason = FinishReason::None;
-  std::string reasoning;             // chat with a thinking template: message.reasoning_content
+  std::string reasoning;  // chat with a thinking template: message.reasoning_content
   bool has_reasoning = false;
   std::vector<ToolCall> tool_calls;  // chat: finish_reason "tool_calls" when it stopped after them
   nlohmann::json logprobs;           // null, or the endpoint's logprobs object (server/logprobs_json.h)
@@ -117,8 +117,8 @@ struct Usage {
 
 struct ResponseMeta {
   Endpoint endpoint = Endpoint::Chat;
-  std::string id;        // chatcmpl-... / cmpl-...
-  int64_t created = 0;   // unix seconds
+  std::string id;       // chatcmpl-... / cmpl-...
+  int64_t created = 0;  // unix seconds
   std::string model;
 };
 

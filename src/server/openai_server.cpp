@@ -60,7 +60,8 @@ class Histogram {
     int64_t cumulative = 0;
     for (size_t i = 0; i < bounds_.size(); ++i) {
       cumulative += counts_[i];
-      std::snprintf(buf, sizeof buf, "%s_bucket{le=\"%g\"} %lld\n", name, bounds_[i], static_cast<long long>(cumulative));
+      std::snprintf(buf, sizeof buf, "%s_bucket{le=\"%g\"} %lld\n", name, bounds_[i],
+                    static_cast<long long>(cumulative));
       out += buf;
     }
     std::snprintf(buf, sizeof buf, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name,
@@ -98,7 +99,8 @@ struct Generation {
       std::lock_guard lock(mu);
       if (!ev.text_delta.empty() && !first_text) first_text = Clock::now();
       if (ev.finished) ++finished_in_engine;
-      events.push_back(Event{choice, ev.text_delta, ev.finished, ev.finish_reason, ev.prompt_tokens, ev.completion_tokens, ev.logprobs});
+      events.push_back(Event{choice, ev.text_delta, ev.finished, ev.finish_reason, ev.prompt_tokens,
+                             ev.completion_tokens, ev.logprobs});
     }
     cv.notify_all();
   }
@@ -162,7 +164,8 @@ struct OpenAIServer::Impl {
     limits.max_context = model.engine->max_context();
     limits.serves_logprobs = limits.serves_echo = true;
     cors = CorsPolicy(opt.allowed_origins);
-    if (model.chat_template && !model.chat_template->bos_token().empty()) bos_id = model.tokenizer->token_to_id(model.chat_template->bos_token());
+    if (model.chat_template && !model.chat_template->bos_token().empty())
+      bos_id = model.tokenizer->token_to_id(model.chat_template->bos_token());
   }
 
   // ---- per-request ownership ----
@@ -210,7 +213,9 @@ struct OpenAIServer::Impl {
     if (opt.api_key.empty()) return;
     const std::string_view h = req.header("Authorization");
     const std::string_view prefix = "Bearer ";
-    if (h.empty()) throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "", "invalid_api_key");
+    if (h.empty())
+      throw ApiError(401, "missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "",
+                     "invalid_api_key");
     if (h.substr(0, prefix.size()) != prefix || !constant_time_equal(std::string(h.substr(prefix.size())), opt.api_key))
       throw ApiError(401, "incorrect API key", "authentication_error", "", "invalid_api_key");
   }
@@ -293,10 +298,12 @@ struct OpenAIServer::Impl {
     const std::string param = pr.endpoint == Endpoint::Chat ? "messages" : "prompt";
     if (pr.max_tokens) {
       if (prompt_len + *pr.max_tokens > ctx)
-        throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx) + " tokens. However, you requested " +
-                                std::to_string(prompt_len + *pr.max_tokens) + " tokens (" + std::to_string(prompt_len) +
-                                " in the prompt, " + std::to_string(*pr.max_tokens) +
-                                " for the completion). Please reduce the prompt or max_tokens.",
+        throw ApiError(400,
+                       "This model's maximum context length is " + std::to_string(ctx) +
+                           " tokens. However, you requested " + std::to_string(prompt_len + *pr.max_tokens) +
+                           " tokens (" + std::to_string(prompt_len) + " in the prompt, " +
+                           std::to_string(*pr.max_tokens) +
+                           " for the completion). Please reduce the prompt or max_tokens.",
                        "invalid_request_error", param, "context_length_exceeded");
       return *pr.max_tokens;
     }
@@ -306,8 +313,9 @@ struct OpenAIServer::Impl {
     const int64_t kv_tokens = (st.blocks_used + st.blocks_free) * model.engine->config().block_size;
     const int64_t room = std::min(ctx, kv_tokens) - prompt_len;
     if (room <= 0)
-      throw ApiError(400, "This model's maximum context length is " + std::to_string(ctx) + " tokens, but the prompt is " +
-                              std::to_string(prompt_len) + " tokens, which leaves no room for a completion.",
+      throw ApiError(400,
+                     "This model's maximum context length is " + std::to_string(ctx) + " tokens, but the prompt is " +
+                         std::to_string(prompt_len) + " tokens, which leaves no room for a completion.",
                      "invalid_request_error", param, "context_length_exceeded");
     return model.defaults.max_new_tokens > 0 ? std::min(model.defaults.max_new_tokens, room) : room;
   }
@@ -335,8 +343,8 @@ struct OpenAIServer::Impl {
         r.logprobs = pr.logprobs;
         r.grammar = pr.grammar;
         try {
-          const uint64_t id = model.engine->add_request(
-              std::move(r), [gen, choice](const StreamEvent& ev) { gen->push(choice, ev); });
+          const uint64_t id =
+              model.engine->add_request(std::move(r), [gen, choice](const StreamEvent& ev) { gen->push(choice, ev); });
           gen->set_engine_id(choice, id);
         } catch (const QueueFullError& e) {
           // ~Flight aborts the sequences this request already queued.
@@ -350,7 +358,9 @@ struct OpenAIServer::Impl {
   }
 
   ApiError aborted_error() const {
-    if (draining) return ApiError(503, "the request was cancelled: the server is shutting down", "server_error", "", "shutting_down");
+    if (draining)
+      return ApiError(503, "the request was cancelled: the server is shutting down", "server_error", "",
+                      "shutting_down");
     return ApiError(500, "the request was cancelled by the engine", "server_error");
   }
 
@@ -383,7 +393,8 @@ struct OpenAIServer::Impl {
     const ResponseMeta meta{pr.endpoint, random_id(pr.endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-"), unix_now(),
                             opt.served_model};
     ex.annotate(token_note(flight.prompt_tokens, flight.completion_tokens));
-    ex.respond(json_response(200, completion_response(meta, results, Usage{flight.prompt_tokens, flight.completion_tokens})));
+    ex.respond(
+        json_response(200, completion_response(meta, results, Usage{flight.prompt_tokens, flight.completion_tokens})));
   }
 
   // Streams server-sent events until every choice finished or the client is gone (a failed write);
@@ -449,10 +460,11 @@ struct OpenAIServer::Impl {
         hold(ev.choice, choices[ev.choice].finish());
         flight.completion_tokens += ev.completion_tokens;
         if (!flush(ev.choice)) return;
-        const std::string last = ev.reason == FinishReason::Aborted
-                                     ? sse_event(aborted_error().body())
-                                     : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), ChunkDelta{}, false, ev.reason,
-                                                              choices[ev.choice].called_tools(), include_usage));
+        const std::string last =
+            ev.reason == FinishReason::Aborted
+                ? sse_event(aborted_error().body())
+                : sse_event(stream_chunk(meta, static_cast<int>(ev.choice), ChunkDelta{}, false, ev.reason,
+                                         choices[ev.choice].called_tools(), include_usage));
         if (!write(last)) return;
       }
       for (size_t c = 0; c < total; ++c)
@@ -478,8 +490,8 @@ struct OpenAIServer::Impl {
 
   void handle_detokenize(HttpExchange& ex) {
     try {
-      const std::vector<int32_t> ids =
-          parse_detokenize_request(ex.request().body, model.tokenizer->vocab_size(), static_cast<size_t>(model.engine->max_context()));
+      const std::vector<int32_t> ids = parse_detokenize_request(ex.request().body, model.tokenizer->vocab_size(),
+                                                                static_cast<size_t>(model.engine->max_context()));
       ex.respond(json_response(200, detokenize_response(ids, *model.tokenizer)));
     } catch (const ApiError& e) {
       ex.respond(error_response(e));
@@ -495,8 +507,10 @@ struct OpenAIServer::Impl {
       std::vector<ChoiceAssembler> choices = assemblers(pr, prompts);
       std::shared_ptr<Flight> flight = submit(pr, prompts.ids);
       ex.annotate(token_note(flight->prompt_tokens, -1));
-      if (pr.stream) answer_stream(*flight, pr, choices, ex);
-      else answer_whole(*flight, pr, choices, ex);
+      if (pr.stream)
+        answer_stream(*flight, pr, choices, ex);
+      else
+        answer_whole(*flight, pr, choices, ex);
     } catch (const ApiError& e) {
       ex.respond(error_response(e));
     } catch (const InvalidArgumentError& e) {
@@ -516,13 +530,14 @@ struct OpenAIServer::Impl {
       std::snprintf(buf, sizeof buf, "# HELP %s %s\n# TYPE %s %s\n%s %.9g\n", name, help, name, type, name, value);
       out += buf;
     };
-    out += "# HELP opchain_requests_total HTTP requests answered, by endpoint and status.\n"
-           "# TYPE opchain_requests_total counter\n";
+    out +=
+        "# HELP opchain_requests_total HTTP requests answered, by endpoint and status.\n"
+        "# TYPE opchain_requests_total counter\n";
     {
       std::lock_guard lock(requests_mu);
       for (const auto& [key, count] : requests_total) {
-        std::snprintf(buf, sizeof buf, "opchain_requests_total{endpoint=\"%s\",status=\"%d\"} %lld\n", key.first.c_str(),
-                      key.second, static_cast<long long>(count));
+        std::snprintf(buf, sizeof buf, "opchain_requests_total{endpoint=\"%s\",status=\"%d\"} %lld\n",
+                      key.first.c_str(), key.second, static_cast<long long>(count));
         out += buf;
       }
     }
@@ -536,9 +551,11 @@ struct OpenAIServer::Impl {
            static_cast<double>(cancelled_by_client.load()));
     metric("opchain_http_connections", "gauge", "Open HTTP connections, this /metrics request's included.",
            http ? static_cast<double>(http->open_connections()) : 0.0);
-    metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.", static_cast<double>(st.waiting));
+    metric("opchain_queue_depth", "gauge", "Sequences waiting for a place in the running batch.",
+           static_cast<double>(st.waiting));
     metric("opchain_running_sequences", "gauge", "Sequences in the running batch.", static_cast<double>(st.running));
-    metric("opchain_kv_blocks_used", "gauge", "KV cache blocks held by sequences.", static_cast<double>(st.blocks_used));
+    metric("opchain_kv_blocks_used", "gauge", "KV cache blocks held by sequences.",
+           static_cast<double>(st.blocks_used));
     metric("opchain_kv_blocks_free", "gauge", "KV cache blocks free.", static_cast<double>(st.blocks_free));
     const double blocks = static_cast<double>(st.blocks_used + st.blocks_free);
     metric("opchain_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use.",
@@ -551,9 +568,11 @@ struct OpenAIServer::Impl {
            static_cast<double>(st.state_slots_used));
     metric("opchain_state_slots_total", "gauge", "Linear-attention state slots, one per sequence that can run at once.",
            static_cast<double>(st.state_slots_total));
-    metric("opchain_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.", static_cast<double>(st.preemptions));
+    metric("opchain_preemptions_total", "counter", "Sequences preempted for lack of KV blocks.",
+           static_cast<double>(st.preemptions));
     metric("opchain_engine_steps_total", "counter", "Engine steps run.", static_cast<double>(st.steps));
-    metric("opchain_engine_last_step_seconds", "gauge", "Duration of the latest engine step.", st.last_step_ms / 1000.0);
+    metric("opchain_engine_last_step_seconds", "gauge", "Duration of the latest engine step.",
+           st.last_step_ms / 1000.0);
     step_seconds.render(out, "opchain_engine_step_seconds", "Duration of engine steps that ran a batch.");
     ttft.render(out, "opchain_time_to_first_token_seconds", "From request arrival to its first text.");
     request_seconds.render(out, "opchain_request_duration_seconds", "From request arrival to its last token.");
@@ -561,7 +580,8 @@ struct OpenAIServer::Impl {
   }
 
   static std::string endpoint_label(const std::string& path) {
-    for (const char* known : {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize", "/detokenize"})
+    for (const char* known :
+         {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health", "/metrics", "/tokenize", "/detokenize"})
       if (path == known) return known;
     if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{model}";
     return "other";  // arbitrary client paths must not create unbounded label sets
@@ -596,10 +616,12 @@ struct OpenAIServer::Impl {
                   ex.respond(std::move(r));
                 }});
     router.add({"GET", "/v1/models", false, admit, [this](HttpExchange& ex) {
-                  ex.respond(json_response(200, models_response(opt.served_model, created, model.engine->max_context())));
+                  ex.respond(
+                      json_response(200, models_response(opt.served_model, created, model.engine->max_context())));
                 }});
     router.add({"GET", "/v1/models/*", false, admit, [this](HttpExchange& ex) {
-                  const std::string_view encoded = std::string_view(ex.request().path).substr(std::strlen("/v1/models/"));
+                  const std::string_view encoded =
+                      std::string_view(ex.request().path).substr(std::strlen("/v1/models/"));
                   std::string name;
                   if (!percent_decode(encoded, name) || name != opt.served_model) {
                     const std::string shown = escape_for_log(name.empty() ? encoded : name, 256);
@@ -618,7 +640,8 @@ struct OpenAIServer::Impl {
     // CORS preflights carry no credentials: answered before (and without) authentication.
     router.add({"OPTIONS", "/*", false, nullptr, [this](HttpExchange& ex) {
                   const HttpRequest& req = ex.request();
-                  const CorsPolicy::Preflight p = cors.preflight(req.header("Origin"), req.header("Access-Control-Request-Method"));
+                  const CorsPolicy::Preflight p =
+                      cors.preflight(req.header("Origin"), req.header("Access-Control-Request-Method"));
                   HttpResponse r;
                   r.status = p.status;
                   r.content_type.clear();
@@ -631,7 +654,8 @@ struct OpenAIServer::Impl {
   HttpServerHooks hooks() {
     HttpServerHooks h;
     h.error_response = [](int status, const std::string& message, const std::string& code) {
-      return json_response(status, error_body(message, status >= 500 ? "server_error" : "invalid_request_error", "", code));
+      return json_response(status,
+                           error_body(message, status >= 500 ? "server_error" : "invalid_request_error", "", code));
     };
     h.on_request_done = [this](const HttpRequestSummary& r) { log_request(r); };
     h.extra_headers = [this](const HttpRequest& req) { return cors.response_headers(req.header("Origin")); };
@@ -690,8 +714,8 @@ struct OpenAIServer::Impl {
     if (shut_down.exchange(true)) return;
     draining = true;
     if (http) http->drain();  // no new connections; idle ones close; every response now closes its connection
-    const auto grace = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(std::clamp(opt.shutdown_timeout_s, 0.0, 86400.0)));
+    const auto grace = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                          std::clamp(opt.shutdown_timeout_s, 0.0, 86400.0)));
     while (in_flight > 0 && !hurry && Clock::now() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (in_flight > 0) {
       std::fprintf(stderr, "opchain serve: cancelling %d request(s) still in flight\n", in_flight.load());

@@ -10,21 +10,21 @@
 
 #include "engine/generation_config.h"
 #include "engine/llm_engine.h"
-#include "server/http_limits.h"
 #include "io/chat_template.h"
 #include "io/tokenizer.h"
+#include "server/http_limits.h"
 
 namespace opchain::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                     // 0: any free port (start() returns it)
-  std::string served_model;            // the only accepted value of a request's "model"
-  std::string api_key;                 // empty: no authentication
-  int max_concurrent = 64;             // generation requests in flight at once; beyond: 429
-  double shutdown_timeout_s = 10.0;    // how long shutdown() lets in-flight requests finish
-  bool log_requests = true;            // one line per request on stderr (control bytes escaped)
-  HttpLimits http;                     // sizes, timeouts and connection limits of the HTTP layer
+  int port = 8000;                           // 0: any free port (start() returns it)
+  std::string served_model;                  // the only accepted value of a request's "model"
+  std::string api_key;                       // empty: no authentication
+  int max_concurrent = 64;                   // generation requests in flight at once; beyond: 429
+  double shutdown_timeout_s = 10.0;          // how long shutdown() lets in-flight requests finish
+  bool log_requests = true;                  // one line per request on stderr (control bytes escaped)
+  HttpLimits http;                           // sizes, timeouts and connection limits of the HTTP layer
   std::vector<std::string> allowed_origins;  // CORS: browser origins allowed to call (server/cors.h); none by default
 };
 

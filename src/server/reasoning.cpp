@@ -15,7 +15,9 @@ size_t partial_suffix(std::string_view s, std::string_view tag) {
 
 }  // namespace
 
-bool template_has_reasoning(std::string_view chat_template) { return chat_template.find(kEnd) != std::string_view::npos; }
+bool template_has_reasoning(std::string_view chat_template) {
+  return chat_template.find(kEnd) != std::string_view::npos;
+}
 
 bool prompt_opens_think(std::string_view prompt) {
   const size_t open = prompt.rfind(kStart);
@@ -29,7 +31,8 @@ ReasoningSplit split_reasoning(std::string_view reply, bool opened_by_prompt) {
   out.reasoning = a.reasoning + b.reasoning;
   out.content = a.content + b.content;
   const size_t first = reply.find_first_not_of(" \t\r\n");
-  out.has_reasoning = opened_by_prompt || (first != std::string_view::npos && reply.substr(first, kStart.size()) == kStart);
+  out.has_reasoning =
+      opened_by_prompt || (first != std::string_view::npos && reply.substr(first, kStart.size()) == kStart);
   return out;
 }
 

@@ -49,14 +49,16 @@ TokenizeRequest parse_tokenize_request(std::string_view body, size_t max_content
   if (content == j.end() || !content->is_string()) bad("content", "'content' must be a string");
   r.content = content->get<std::string>();
   if (r.content.size() > max_content_bytes)
-    bad("content", "'content' is " + std::to_string(r.content.size()) + " bytes, more than the limit of " + std::to_string(max_content_bytes));
+    bad("content", "'content' is " + std::to_string(r.content.size()) + " bytes, more than the limit of " +
+                       std::to_string(max_content_bytes));
   r.add_special = flag(j, "add_special", false);
   r.parse_special = flag(j, "parse_special", true);
   r.with_pieces = flag(j, "with_pieces", false);
   return r;
 }
 
-nlohmann::json tokenize_response(const TokenizeRequest& request, const Tokenizer& tokenizer, std::optional<int32_t> bos_id) {
+nlohmann::json tokenize_response(const TokenizeRequest& request, const Tokenizer& tokenizer,
+                                 std::optional<int32_t> bos_id) {
   std::vector<int32_t> ids;
   if (request.add_special && bos_id) ids.push_back(*bos_id);
   const std::vector<int32_t> body = tokenizer.encode(request.content, request.parse_special);
@@ -86,14 +88,17 @@ std::vector<int32_t> parse_detokenize_request(std::string_view body, size_t voca
   const auto tokens = j.find("tokens");
   if (tokens == j.end() || !tokens->is_array()) bad("tokens", "'tokens' must be a list of token ids");
   if (tokens->size() > max_tokens)
-    bad("tokens", "'tokens' holds " + std::to_string(tokens->size()) + " ids, more than the limit of " + std::to_string(max_tokens));
+    bad("tokens", "'tokens' holds " + std::to_string(tokens->size()) + " ids, more than the limit of " +
+                      std::to_string(max_tokens));
   std::vector<int32_t> ids;
   ids.reserve(tokens->size());
   for (const ojson& v : *tokens) {
     if (!v.is_number_integer()) bad("tokens", "'tokens' must hold integers only");
-    const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < vocab_size
-                                                 : v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) < vocab_size;
-    if (!in_range) bad("tokens", "token id " + v.dump() + " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<uint64_t>() < vocab_size
+                              : v.get<int64_t>() >= 0 && static_cast<uint64_t>(v.get<int64_t>()) < vocab_size;
+    if (!in_range)
+      bad("tokens", "token id " + v.dump() + " is outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
   return ids;

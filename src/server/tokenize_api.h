@@ -27,7 +27,8 @@ struct TokenizeRequest {
 
 // Throws ApiError (400) naming the field.
 TokenizeRequest parse_tokenize_request(std::string_view body, size_t max_content_bytes);
-nlohmann::json tokenize_response(const TokenizeRequest& request, const Tokenizer& tokenizer, std::optional<int32_t> bos_id);
+nlohmann::json tokenize_response(const TokenizeRequest& request, const Tokenizer& tokenizer,
+                                 std::optional<int32_t> bos_id);
 
 // The ids to decode; ApiError 400 for a non-list, a non-integer or an id outside [0, vocab).
 std::vector<int32_t> parse_detokenize_request(std::string_view body, size_t vocab_size, size_t max_tokens);

@@ -46,9 +46,12 @@ bool call_from_json(const ojson& j, ToolCall& call) {
   if (args == j.end()) args = j.find("parameters");
   std::string arguments = "{}";
   if (args != j.end()) {
-    if (args->is_string()) arguments = args->get<std::string>();  // already JSON text (some models write it so)
-    else if (args->is_object()) arguments = args->dump();
-    else return false;
+    if (args->is_string())
+      arguments = args->get<std::string>();  // already JSON text (some models write it so)
+    else if (args->is_object())
+      arguments = args->dump();
+    else
+      return false;
   }
   call.id = new_tool_call_id();
   call.name = name->get<std::string>();
@@ -80,7 +83,8 @@ std::string declared_type(const ojson& tools, const std::string& function, const
 // One QwenXml call body: <function=NAME> (<parameter=KEY>VALUE</parameter>)* </function>.
 bool call_from_xml(std::string_view body, const ojson& tools, ToolCall& call) {
   body = trim(body);
-  constexpr std::string_view kFn = "<function=", kFnEnd = "</function>", kParam = "<parameter=", kParamEnd = "</parameter>";
+  constexpr std::string_view kFn = "<function=", kFnEnd = "</function>",
+                             kParam = "<parameter=", kParamEnd = "</parameter>";
   if (body.substr(0, kFn.size()) != kFn) return false;
   const size_t name_end = body.find('>');
   if (name_end == std::string_view::npos) return false;
@@ -97,13 +101,17 @@ bool call_from_xml(std::string_view body, const ojson& tools, ToolCall& call) {
     size_t value_end = rest.find(kParamEnd, key_end);
     const size_t next = rest.find(kParam, key_end);
     if (value_end == std::string_view::npos || (next != std::string_view::npos && next < value_end)) value_end = next;
-    std::string_view value = rest.substr(key_end + 1, (value_end == std::string_view::npos ? rest.size() : value_end) - key_end - 1);
-    if (!value.empty() && value.front() == '\n') value.remove_prefix(1);  // the template writes the value on its own line
+    std::string_view value =
+        rest.substr(key_end + 1, (value_end == std::string_view::npos ? rest.size() : value_end) - key_end - 1);
+    if (!value.empty() && value.front() == '\n')
+      value.remove_prefix(1);  // the template writes the value on its own line
     if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
     const std::string type = declared_type(tools, name, key);
     ojson parsed;
-    if (type != "string" && parse_json(value, parsed)) args[key] = parsed;
-    else args[key] = std::string(value);
+    if (type != "string" && parse_json(value, parsed))
+      args[key] = parsed;
+    else
+      args[key] = std::string(value);
     if (value_end == std::string_view::npos) break;
     at = value_end;
   }
@@ -138,7 +146,7 @@ bool parse_llama(std::string_view text, std::vector<ToolCall>& calls) {
     size_t end = start;
     ojson part;
     bool ok = false;
-    for (size_t semi = t.find(';', start); ; semi = t.find(';', semi + 1)) {
+    for (size_t semi = t.find(';', start);; semi = t.find(';', semi + 1)) {
       end = semi == std::string_view::npos ? t.size() : semi;
       if (parse_json(trim(t.substr(start, end - start)), part)) {
         ok = true;
@@ -157,17 +165,23 @@ bool parse_llama(std::string_view text, std::vector<ToolCall>& calls) {
 }  // namespace
 
 ToolCallFormat tool_call_format_of(std::string_view chat_template) {
-  if (contains(chat_template, kOpen)) return contains(chat_template, "<function=") ? ToolCallFormat::QwenXml : ToolCallFormat::Hermes;
-  if (contains(chat_template, "<|start_header_id|>") && contains(chat_template, "\"parameters\": ")) return ToolCallFormat::Llama3Json;
+  if (contains(chat_template, kOpen))
+    return contains(chat_template, "<function=") ? ToolCallFormat::QwenXml : ToolCallFormat::Hermes;
+  if (contains(chat_template, "<|start_header_id|>") && contains(chat_template, "\"parameters\": "))
+    return ToolCallFormat::Llama3Json;
   return ToolCallFormat::None;
 }
 
 const char* tool_call_format_name(ToolCallFormat f) {
   switch (f) {
-    case ToolCallFormat::None: return "none";
-    case ToolCallFormat::Hermes: return "hermes";
-    case ToolCallFormat::QwenXml: return "qwen3_xml";
-    case ToolCallFormat::Llama3Json: return "llama3_json";
+    case ToolCallFormat::None:
+      return "none";
+    case ToolCallFormat::Hermes:
+      return "hermes";
+    case ToolCallFormat::QwenXml:
+      return "qwen3_xml";
+    case ToolCallFormat::Llama3Json:
+      return "llama3_json";
   }
   return "?";
 }
@@ -177,7 +191,8 @@ std::string new_tool_call_id() {
   // an id that only pairs a call with its result.
   static const uint64_t base = [] {
     std::random_device rd;
-    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+           static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   }();
   static std::atomic<uint64_t> counter{0};
   uint64_t v = base + 0x9e3779b97f4a7c15ULL * (counter.fetch_add(1) + 1);
@@ -220,7 +235,9 @@ ToolCallStream::Delta ToolCallStream::drain(bool final) {
     case ToolCallFormat::Llama3Json: {
       if (llama_candidate_) {  // a call must open the reply: hold it until it is known not to be one
         const std::string_view t = trim(pending_);
-        const bool could_be = t.empty() || t.front() == '{' || kPythonTag.substr(0, std::min(t.size(), kPythonTag.size())) == t.substr(0, std::min(t.size(), kPythonTag.size()));
+        const bool could_be = t.empty() || t.front() == '{' ||
+                              kPythonTag.substr(0, std::min(t.size(), kPythonTag.size())) ==
+                                  t.substr(0, std::min(t.size(), kPythonTag.size()));
         if (could_be && !final) return d;
         llama_candidate_ = false;
         if (could_be && parse_llama(pending_, d.calls)) {
@@ -249,7 +266,9 @@ ToolCallStream::Delta ToolCallStream::drain(bool final) {
       size_t keep = 0;
       if (!final) {  // a possible start of a call, and the whitespace before it
         keep = partial_tag_suffix(pending_, kOpen);
-        while (keep < pending_.size() && std::string_view(" \t\r\n").find(pending_[pending_.size() - keep - 1]) != std::string_view::npos) ++keep;
+        while (keep < pending_.size() &&
+               std::string_view(" \t\r\n").find(pending_[pending_.size() - keep - 1]) != std::string_view::npos)
+          ++keep;
       }
       emit(std::string_view(pending_).substr(0, pending_.size() - keep));
       pending_.erase(0, pending_.size() - keep);
@@ -261,7 +280,8 @@ ToolCallStream::Delta ToolCallStream::drain(bool final) {
     const size_t close = pending_.find(kClose, kOpen.size());
     if (close == std::string::npos && !final) return d;  // the call is still being written
     const size_t end = close == std::string::npos ? pending_.size() : close + kClose.size();
-    const std::string_view inside = std::string_view(pending_).substr(kOpen.size(), (close == std::string::npos ? pending_.size() : close) - kOpen.size());
+    const std::string_view inside = std::string_view(pending_).substr(
+        kOpen.size(), (close == std::string::npos ? pending_.size() : close) - kOpen.size());
     ToolCall call;
     if (parse_block(inside, format_, tools_, call)) {
       d.calls.push_back(std::move(call));

@@ -24,7 +24,7 @@ ToolCallFormat tool_call_format_of(std::string_view chat_template);
 const char* tool_call_format_name(ToolCallFormat f);
 
 struct ToolCall {
-  std::string id;         // "call_" + 24 characters, unique within the server's lifetime
+  std::string id;  // "call_" + 24 characters, unique within the server's lifetime
   std::string name;
   std::string arguments;  // a JSON object's text, as OpenAI sends it
 };

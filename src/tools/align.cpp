@@ -19,10 +19,14 @@ namespace {
 
 float element_as_f32(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::I32: return static_cast<float>(t.data<int32_t>()[i]);
-    case DType::I64: return static_cast<float>(t.data<int64_t>()[i]);
-    case DType::U8: return static_cast<float>(t.data<uint8_t>()[i]);
-    default: return load_as_f32(t.raw(), t.dtype(), static_cast<size_t>(i));
+    case DType::I32:
+      return static_cast<float>(t.data<int32_t>()[i]);
+    case DType::I64:
+      return static_cast<float>(t.data<int64_t>()[i]);
+    case DType::U8:
+      return static_cast<float>(t.data<uint8_t>()[i]);
+    default:
+      return load_as_f32(t.raw(), t.dtype(), static_cast<size_t>(i));
   }
 }
 
@@ -137,7 +141,9 @@ Diff diff_of(const OpCall& a, const OpCall& b) {
     double max_abs = 0, absmax = 0, err = 0;
     for (size_t i = 0; i < x.values.size(); ++i) {
       const double u = x.values[i], v = y.values[i];
-      const double diff = u == v ? 0.0 : std::isfinite(u - v) ? std::fabs(u - v) : std::numeric_limits<double>::infinity();
+      const double diff = u == v                 ? 0.0
+                          : std::isfinite(u - v) ? std::fabs(u - v)
+                                                 : std::numeric_limits<double>::infinity();
       max_abs = std::max(max_abs, diff);
       absmax = std::max(absmax, std::fabs(v));
       err = std::max(err, diff / (1.0 + std::fabs(v)));
@@ -153,8 +159,8 @@ Diff diff_of(const OpCall& a, const OpCall& b) {
 }
 
 std::string chain_of(const TraceEvent& e) {
-  return e.module_path + " -> " + e.nn_module + " -> " + e.op_type + " -> " + e.impl + " -> " + e.key + " -> " + e.vendor +
-         ":" + e.kernel;
+  return e.module_path + " -> " + e.nn_module + " -> " + e.op_type + " -> " + e.impl + " -> " + e.key + " -> " +
+         e.vendor + ":" + e.kernel;
 }
 
 std::vector<const TraceEvent*> top_level(const Tracer& t) {
@@ -181,15 +187,17 @@ struct Side {
     slot = cache->state_slots().allocate();
     runner = std::make_unique<ModelRunner>(*m.model, m.device, *cache);
     if (graph && !runner->enable_graph_mode(1))
-      throw InvalidArgumentError("--compare graph:eager: " + o.model + " cannot run in graph mode: " + runner->graph_off_reason());
+      throw InvalidArgumentError("--compare graph:eager: " + o.model +
+                                 " cannot run in graph mode: " + runner->graph_off_reason());
   }
 };
 
 // Prints where the two sides parted: the step, the op call, its five-layer chain on each side and
 // the statistics of each side's inputs just before the call.
-void report_mismatch(std::ostream& out, const std::string& step_name, size_t index, int64_t overall, const std::string& problem,
-                     const Side& a, const OpCall& ca, const std::vector<const TraceEvent*>& events_a, const Side& b,
-                     const OpCall& cb, const TraceEvent& eb) {
+void report_mismatch(std::ostream& out, const std::string& step_name, size_t index, int64_t overall,
+                     const std::string& problem, const Side& a, const OpCall& ca,
+                     const std::vector<const TraceEvent*>& events_a, const Side& b, const OpCall& cb,
+                     const TraceEvent& eb) {
   out << "\nfirst op over tolerance: " << step_name << ", op call " << index + 1 << " of the step (" << overall
       << " overall): " << problem << "\n";
   out << "five-layer chain (module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel):\n";
@@ -220,7 +228,8 @@ bool run_align(const AlignOptions& o, std::ostream& out) {
   const std::string name_a = o.compare.substr(0, colon), name_b = o.compare.substr(colon + 1);
   const bool graph_mode = name_a == "graph" || name_b == "graph" || name_a == "eager" || name_b == "eager";
   if (graph_mode && !(name_a == "graph" && name_b == "eager"))
-    throw InvalidArgumentError("--compare: graph mode is compared against its oracle as graph:eager; got '" + o.compare + "'");
+    throw InvalidArgumentError("--compare: graph mode is compared against its oracle as graph:eager; got '" +
+                               o.compare + "'");
 
   std::vector<int32_t> tokens = o.prompt;
   const int64_t total = static_cast<int64_t>(tokens.size()) + o.decode_steps;
@@ -237,7 +246,8 @@ bool run_align(const AlignOptions& o, std::ostream& out) {
       << (graph_mode ? " on vendor " + o.vendor : std::string()) << ", prefill of " << tokens.size() << " tokens + "
       << o.decode_steps << " decode steps; tol " << tol << " on err = max |a-b| / (1 + |b|)\n";
   out << std::left << std::setw(6) << "step" << std::setw(6) << "call" << std::setw(24) << "op" << std::setw(40)
-      << "module path" << std::setw(12) << "max |diff|" << std::setw(12) << "rel" << "err\n";
+      << "module path" << std::setw(12) << "max |diff|" << std::setw(12) << "rel"
+      << "err\n";
 
   int64_t overall = 0;
   for (int step = 0; step <= o.decode_steps; ++step) {
@@ -275,25 +285,28 @@ bool run_align(const AlignOptions& o, std::ostream& out) {
         problem = "different ops: " + std::string(op_key(ca.entry->op)) + " vs " + std::string(op_key(cb.entry->op));
       } else {
         d = diff_of(ca, cb);
-        if (!d.shape_mismatch.empty()) problem = "outputs differ in shape: " + d.shape_mismatch;
-        else if (!(d.err <= tol)) problem = "output '" + d.worst_output + "' err " + sci(d.err) + " > tol " + sci(tol);
+        if (!d.shape_mismatch.empty())
+          problem = "outputs differ in shape: " + d.shape_mismatch;
+        else if (!(d.err <= tol))
+          problem = "output '" + d.worst_output + "' err " + sci(d.err) + " > tol " + sci(tol);
       }
       ++overall;
       out << std::setw(6) << (prefill ? "P" : std::to_string(step)) << std::setw(6) << overall << std::setw(24)
-          << eb.key << std::setw(40) << eb.module_path << std::setw(12) << sci(d.max_abs) << std::setw(12)
-          << sci(d.rel) << sci(d.err) << (problem.empty() ? "" : "  <-- first over tolerance") << "\n";
+          << eb.key << std::setw(40) << eb.module_path << std::setw(12) << sci(d.max_abs) << std::setw(12) << sci(d.rel)
+          << sci(d.err) << (problem.empty() ? "" : "  <-- first over tolerance") << "\n";
       if (!problem.empty()) {
         report_mismatch(out, step_name, i, overall, problem, a, ca, events_a, b, cb, eb);
         return false;
       }
     }
     if (rec_a.calls.size() != rec_b.calls.size()) {
-      out << "\n" << step_name << ": " << name_a << " made " << rec_a.calls.size() << " op calls, " << name_b << " "
+      out << "\n"
+          << step_name << ": " << name_a << " made " << rec_a.calls.size() << " op calls, " << name_b << " "
           << rec_b.calls.size() << "; the first " << n << " agree\n";
       return false;
     }
-    tokens.push_back(static_cast<int32_t>(
-        std::max_element(logits_b.data<float>(), logits_b.data<float>() + vocab) - logits_b.data<float>()));
+    tokens.push_back(static_cast<int32_t>(std::max_element(logits_b.data<float>(), logits_b.data<float>() + vocab) -
+                                          logits_b.data<float>()));
   }
   out << "\nall " << overall << " op calls within tolerance " << tol << "\n";
   return true;

@@ -19,9 +19,9 @@ struct AlignOptions {
   std::string compare;          // "A:B", B being the oracle: graph:eager, or two vendors such as cpu:reference
   std::string vendor = "cpu";   // the vendor of graph:eager
   PrecisionChoice precision = PrecisionChoice::Auto;
-  int decode_steps = 4;         // greedy decode steps after the prefill
-  std::optional<double> tol;    // largest max |a-b| / (1 + |b|); default 1e-3, or 3e-2 when matmuls run in bf16
-  int64_t block_size = 16;      // KV cache block size
+  int decode_steps = 4;       // greedy decode steps after the prefill
+  std::optional<double> tol;  // largest max |a-b| / (1 + |b|); default 1e-3, or 3e-2 when matmuls run in bf16
+  int64_t block_size = 16;    // KV cache block size
 };
 
 // Writes the per-op-call table to `out` and, at the first op call over tolerance, where the two sides

@@ -164,16 +164,20 @@ class DecodeByteModel {
   explicit DecodeByteModel(const LoadedModel& m)
       : c_(m.config), kv_elem_bytes_(static_cast<double>(dtype_size(kv_cache_dtype(m.device.matmul_precision)))) {
     // Per-expert tensors or the fused ones (Qwen3.5), under the text model's prefix.
-    static const std::regex expert(R"((?:model\.|model\.language_model\.)layers\.(\d+)\.mlp\.experts\.(?:\d+\..*|gate_up_proj|down_proj))");
+    static const std::regex expert(
+        R"((?:model\.|model\.language_model\.)layers\.(\d+)\.mlp\.experts\.(?:\d+\..*|gate_up_proj|down_proj))");
     std::smatch match;
     for (const auto& name : m.weights->names()) {
       if (name.rfind("mtp.", 0) == 0 || name.rfind("model.visual.", 0) == 0) continue;  // not run for text
-      const double bytes = static_cast<double>(m.weights->numel(name)) * static_cast<double>(dtype_size(m.weights->get_any_shape(name).dtype()));
-      if (std::regex_match(name, match, expert)) expert_bytes_[std::stoll(match[1].str())] += bytes;
+      const double bytes = static_cast<double>(m.weights->numel(name)) *
+                           static_cast<double>(dtype_size(m.weights->get_any_shape(name).dtype()));
+      if (std::regex_match(name, match, expert))
+        expert_bytes_[std::stoll(match[1].str())] += bytes;
       else if (name == c_.weight_prefix + "embed_tokens.weight") {
         embed_row_bytes_ = bytes / static_cast<double>(c_.vocab_size);
         if (c_.tie_word_embeddings && !m.weights->contains("lm_head.weight")) dense_bytes_ += bytes;
-      } else dense_bytes_ += bytes;
+      } else
+        dense_bytes_ += bytes;
     }
   }
 
@@ -185,7 +189,9 @@ class DecodeByteModel {
       const double distinct = e * (1.0 - std::pow(1.0 - k / e, static_cast<double>(batch)));
       for (const auto& [layer, bytes] : expert_bytes_) b.weights += distinct * bytes / e;
     }
-    b.kv = static_cast<double>(batch * depth * c_.num_full_attention_layers() * 2 * c_.num_key_value_heads * c_.head_dim) * kv_elem_bytes_;
+    b.kv =
+        static_cast<double>(batch * depth * c_.num_full_attention_layers() * 2 * c_.num_key_value_heads * c_.head_dim) *
+        kv_elem_bytes_;
     b.state = 2.0 * static_cast<double>(batch) * static_cast<double>(KvCache::state_bytes_per_sequence(c_));
     return b;
   }
@@ -258,8 +264,9 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
     const auto start = Clock::now();
     graph_runner = std::make_unique<ModelRunner>(*m.model, m.device, cache);
     if (graph_runner->enable_graph_mode(max_batch)) {
-      log("captured " + std::to_string(graph_runner->graphs()->buckets().size()) + " decode graph buckets up to batch " +
-          std::to_string(max_batch) + " in " + fmt(seconds_since(start) * 1000.0) + " ms");
+      log("captured " + std::to_string(graph_runner->graphs()->buckets().size()) +
+          " decode graph buckets up to batch " + std::to_string(max_batch) + " in " +
+          fmt(seconds_since(start) * 1000.0) + " ms");
     } else {
       log_stream << "graph mode off: " << graph_runner->graph_off_reason() << "; decode runs eager\n";
       graph_runner.reset();
@@ -292,7 +299,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
   std::vector<std::pair<int64_t, Stats>> prefill_rows;
   for (int64_t len : o.prompt_lens) {
     std::vector<double> tok_s;
-    for (int r = 0; r < o.reps; ++r) tok_s.push_back(static_cast<double>(len) / prefill_once(len, static_cast<uint64_t>(r)));
+    for (int r = 0; r < o.reps; ++r)
+      tok_s.push_back(static_cast<double>(len) / prefill_once(len, static_cast<uint64_t>(r)));
     prefill_rows.emplace_back(len, stats_of(tok_s));
     prefill.push_back({{"prompt_len", len}, {"tok_s", to_json(prefill_rows.back().second)}});
     log("prefill " + std::to_string(len) + ": " + fmt_stats(prefill_rows.back().second) + " tok/s");
@@ -308,18 +316,21 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
     log("filling the KV cache: " + std::to_string(max_batch) + " sequences x " + std::to_string(o.depth) + " tokens");
     const int64_t per_step = std::max<int64_t>(1, std::max<int64_t>(o.depth, 2048) / o.depth);
     std::vector<std::vector<int32_t>> ids;
-    for (int64_t s = 0; s < max_batch; ++s) ids.push_back(pseudo_random_ids(1000 + static_cast<uint64_t>(s), o.depth, c.vocab_size));
+    for (int64_t s = 0; s < max_batch; ++s)
+      ids.push_back(pseudo_random_ids(1000 + static_cast<uint64_t>(s), o.depth, c.vocab_size));
     for (int64_t s0 = 0; s0 < max_batch; s0 += per_step) {
       std::vector<SequenceStep> steps;
       for (int64_t s = s0; s < std::min(max_batch, s0 + per_step); ++s)
-        steps.push_back({ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
+        steps.push_back(
+            {ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
       runner.forward(steps);
     }
   }
   // Each decode step feeds fresh pseudo-random tokens: distinct tokens route to distinct experts, as
   // real sampled continuations do.
   std::vector<std::vector<int32_t>> gen_ids;
-  for (int64_t s = 0; s < max_batch; ++s) gen_ids.push_back(pseudo_random_ids(5000 + static_cast<uint64_t>(s), o.gen, c.vocab_size));
+  for (int64_t s = 0; s < max_batch; ++s)
+    gen_ids.push_back(pseudo_random_ids(5000 + static_cast<uint64_t>(s), o.gen, c.vocab_size));
   // Only the forward call is timed: building the step's list is the bench's work, not the engine's.
   auto decode_step = [&](ModelRunner& r, int64_t batch, int64_t s) {
     std::vector<SequenceStep> steps;
@@ -364,7 +375,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
           KernelClock clock;
           const double wall = decode_step(*modes[m].runner, batch, s);
           kernel_ms[m].push_back(clock.seconds * 1000.0);
-          host_ms[m].push_back(std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
+          host_ms[m].push_back(
+              std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
         }
       }
     }
@@ -416,44 +428,48 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
   std::string mode;
   for (const DecodeMode& dm : modes) mode += (mode.empty() ? "" : "+") + dm.name;
   json report = {{"model", o.model},
-              {"architecture", c.architecture},
-              {"layers", c.num_hidden_layers},
-              {"vendor", o.vendor},
-              {"precision", matmul_precision_name(m.device.matmul_precision)},
-              {"threads", threads},
-              {"mode", mode},
-              {"requested_mode", o.graph ? "graph" : o.eager ? "eager" : "eager+graph"},
-              {"depth", o.depth},
-              {"gen", o.gen},
-              {"reps", o.reps},
-              {"load_s", m.load_seconds},
-              {"weight_bytes", m.weights->total_bytes()},
-              {"peak_rss_bytes", rss},
-              {"state_bytes_per_sequence", KvCache::state_bytes_per_sequence(c)},
-              {"bandwidth_gbs", bw_gbs},
-              {"bandwidth_share_formula", kFormula},
-              {"host_ms_formula", kHostFormula},
-              {"prefill", prefill},
-              {"decode", decode}};
+                 {"architecture", c.architecture},
+                 {"layers", c.num_hidden_layers},
+                 {"vendor", o.vendor},
+                 {"precision", matmul_precision_name(m.device.matmul_precision)},
+                 {"threads", threads},
+                 {"mode", mode},
+                 {"requested_mode", o.graph   ? "graph"
+                                    : o.eager ? "eager"
+                                              : "eager+graph"},
+                 {"depth", o.depth},
+                 {"gen", o.gen},
+                 {"reps", o.reps},
+                 {"load_s", m.load_seconds},
+                 {"weight_bytes", m.weights->total_bytes()},
+                 {"peak_rss_bytes", rss},
+                 {"state_bytes_per_sequence", KvCache::state_bytes_per_sequence(c)},
+                 {"bandwidth_gbs", bw_gbs},
+                 {"bandwidth_share_formula", kFormula},
+                 {"host_ms_formula", kHostFormula},
+                 {"prefill", prefill},
+                 {"decode", decode}};
   if (o.json) {
     out << report.dump(2) << std::endl;
     return;
   }
   out << "model " << o.model << " (" << c.architecture << ", " << c.num_hidden_layers << " layers, "
-      << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor
-      << ", " << matmul_precision_name(m.device.matmul_precision) << " matmuls, " << threads << " threads, " << mode << "\n"
+      << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor << ", "
+      << matmul_precision_name(m.device.matmul_precision) << " matmuls, " << threads << " threads, " << mode << "\n"
       << "load " << fmt(m.load_seconds, 2) << " s, peak RSS " << fmt(static_cast<double>(rss) / 1e9, 2)
       << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n";
   if (const size_t st = KvCache::state_bytes_per_sequence(c); st > 0)
     out << "linear-attention state: " << fmt(static_cast<double>(st) / 1e6, 2) << " MB per sequence ("
         << c.num_linear_attention_layers() << " of " << c.num_hidden_layers << " layers)\n";
   out << "figures: median [min, max] over " << o.reps << " repetitions\n\n";
-  out << std::left << std::setw(12) << "prompt_len" << "prefill tok/s\n";
+  out << std::left << std::setw(12) << "prompt_len"
+      << "prefill tok/s\n";
   for (const auto& [len, s] : prefill_rows) out << std::setw(12) << len << fmt_stats(s) << "\n";
   out << "\ndecode at depth " << o.depth << ", " << o.gen << " steps\n"
       << std::setw(7) << "batch" << std::setw(7) << "mode" << std::setw(28) << "tok/s" << std::setw(28) << "ms/step"
       << std::setw(11) << "kernel ms" << std::setw(10) << "host ms" << std::setw(14) << "weights MB" << std::setw(11)
-      << "bound ms" << "bw share\n";
+      << "bound ms"
+      << "bw share\n";
   for (size_t i = 0; i < decode_rows.size(); ++i) {
     const auto& row = decode_rows[i];
     const auto& d = decode[i];
@@ -461,11 +477,12 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
       const double bound_ms = d["bound_ms_per_step"].get<double>();
       out << std::setw(7) << row.batch << std::setw(7) << mr.mode << std::setw(28) << fmt_stats(mr.tok_s)
           << std::setw(28) << fmt_stats(mr.ms, 3) << std::setw(11) << fmt(mr.kernel_ms, 3) << std::setw(10)
-          << fmt(mr.host_ms, 3) << std::setw(14) << fmt(d["weight_bytes_per_step"].get<double>() / 1e6)
-          << std::setw(11) << fmt(bound_ms, 2) << fmt(100.0 * bound_ms / mr.ms.median) << "%\n";
+          << fmt(mr.host_ms, 3) << std::setw(14) << fmt(d["weight_bytes_per_step"].get<double>() / 1e6) << std::setw(11)
+          << fmt(bound_ms, 2) << fmt(100.0 * bound_ms / mr.ms.median) << "%\n";
     }
     if (d.contains("host_time_removed"))
-      out << std::setw(7) << "" << "graph replay removes " << fmt(100.0 * d["host_time_removed"].get<double>())
+      out << std::setw(7) << ""
+          << "graph replay removes " << fmt(100.0 * d["host_time_removed"].get<double>())
           << "% of the eager step's host time\n";
   }
   out << "\n" << kHostFormula << "\n";

@@ -13,19 +13,19 @@
 namespace opchain::tools {
 
 struct BenchOptions {
-  std::string model;            // Hugging Face model directory
-  std::string vendor = "cpu";   // kernel vendor
+  std::string model;           // Hugging Face model directory
+  std::string vendor = "cpu";  // kernel vendor
   PrecisionChoice precision = PrecisionChoice::Auto;
-  int threads = 0;              // kernel threads; 0: all cores
+  int threads = 0;                             // kernel threads; 0: all cores
   std::vector<int64_t> prompt_lens{128, 512};  // prefill prompt lengths
-  int64_t gen = 64;             // timed decode steps per repetition
-  int64_t depth = 512;          // tokens already cached per sequence when decode starts
+  int64_t gen = 64;                            // timed decode steps per repetition
+  int64_t depth = 512;                         // tokens already cached per sequence when decode starts
   std::vector<int64_t> batches{1, 8, 32};      // decode batch sizes
-  int reps = 3;                 // repetitions of each measurement
-  int64_t bandwidth_mib = 1024; // buffer read by the bandwidth measurement (keep it >> last-level cache)
-  bool graph = false;           // decode replayed from captured graphs only (default: eager and graph)
-  bool eager = false;           // eager decode only
-  bool json = false;            // one JSON object instead of the tables; no progress lines
+  int reps = 3;                                // repetitions of each measurement
+  int64_t bandwidth_mib = 1024;                // buffer read by the bandwidth measurement (keep it >> last-level cache)
+  bool graph = false;                          // decode replayed from captured graphs only (default: eager and graph)
+  bool eager = false;                          // eager decode only
+  bool json = false;                           // one JSON object instead of the tables; no progress lines
 };
 
 // Measures and writes the report (or the JSON object) to `out`, progress lines to `log`. Bad options

@@ -51,7 +51,8 @@ void run_grammar_bench(const GrammarBenchOptions& o, std::ostream& out) {
   size_t vocab_size = tok.vocab_size();
   if (std::ifstream cfg(model_dir + "/config.json"); cfg) {
     const auto c = nlohmann::json::parse(cfg, nullptr, false);
-    if (c.is_object() && c.contains("vocab_size") && c["vocab_size"].is_number_unsigned()) vocab_size = c["vocab_size"].get<size_t>();
+    if (c.is_object() && c.contains("vocab_size") && c["vocab_size"].is_number_unsigned())
+      vocab_size = c["vocab_size"].get<size_t>();
   }
   const std::string schema_text = read_file(schema_file, "--json-schema");
 
@@ -98,23 +99,25 @@ void run_grammar_bench(const GrammarBenchOptions& o, std::ostream& out) {
   const auto st = grammar->stats();
   std::vector<double> all = first_walk_ms;
   all.insert(all.end(), later_ms.begin(), later_ms.end());
-  const nlohmann::json report = {
-      {"model", model_dir},
-      {"json_schema", schema_file},
-      {"vocab_size", vocab_size},
-      {"trie_nodes", vocab->num_nodes()},
-      {"vocabulary_build_ms", vocab_ms},
-      {"compile_ms", compile_ms},
-      {"walks", reps},
-      {"walks_complete", complete},
-      {"tokens", all.size()},
-      {"mask_ms_per_token", {{"mean", mean(all)}, {"p50", percentile(all, 0.5)}, {"p99", percentile(all, 0.99)},
-                             {"max", percentile(all, 1.0)}}},
-      {"first_walk_mask_ms_per_token", mean(first_walk_ms)},
-      {"later_walks_mask_ms_per_token", mean(later_ms)},
-      {"apply_mask_in_sampler_ms", mean(apply_ms)},
-      {"automaton_states", st.states},
-      {"masks_computed", st.masks_computed}};
+  const nlohmann::json report = {{"model", model_dir},
+                                 {"json_schema", schema_file},
+                                 {"vocab_size", vocab_size},
+                                 {"trie_nodes", vocab->num_nodes()},
+                                 {"vocabulary_build_ms", vocab_ms},
+                                 {"compile_ms", compile_ms},
+                                 {"walks", reps},
+                                 {"walks_complete", complete},
+                                 {"tokens", all.size()},
+                                 {"mask_ms_per_token",
+                                  {{"mean", mean(all)},
+                                   {"p50", percentile(all, 0.5)},
+                                   {"p99", percentile(all, 0.99)},
+                                   {"max", percentile(all, 1.0)}}},
+                                 {"first_walk_mask_ms_per_token", mean(first_walk_ms)},
+                                 {"later_walks_mask_ms_per_token", mean(later_ms)},
+                                 {"apply_mask_in_sampler_ms", mean(apply_ms)},
+                                 {"automaton_states", st.states},
+                                 {"masks_computed", st.masks_computed}};
   if (o.json) {
     out << report.dump(2) << std::endl;
     return;

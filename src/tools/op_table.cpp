@@ -12,7 +12,8 @@ nlohmann::json op_table_json(const Registry& reg) {
   const auto vendors = reg.vendors();
   nlohmann::json j = nlohmann::json::array();
   for (const auto& info : kOpTable) {
-    nlohmann::json row{{"key", info.key}, {"op_type", info.name}, {"schema", info.schema}, {"tolerance", info.tolerance}};
+    nlohmann::json row{
+        {"key", info.key}, {"op_type", info.name}, {"schema", info.schema}, {"tolerance", info.tolerance}};
     nlohmann::json per_vendor = nlohmann::json::object();
     for (const auto& v : vendors) per_vendor[v] = nlohmann::json::array();
     for (const KernelEntry* e : reg.entries_for(info.type)) {
@@ -33,8 +34,11 @@ nlohmann::json op_table_json(const Registry& reg) {
     if (!resolved.empty()) row["resolved"] = resolved;
     nlohmann::json fields = nlohmann::json::array();
     for (const AbiField& f : abi_fields(info.type))
-      fields.push_back({{"name", f.name}, {"role", role_name(f.role)}, {"kind", abi_kind_name(f.kind)},
-                        {"optional", f.optional}, {"enum_values", f.enum_values}});
+      fields.push_back({{"name", f.name},
+                        {"role", role_name(f.role)},
+                        {"kind", abi_kind_name(f.kind)},
+                        {"optional", f.optional},
+                        {"enum_values", f.enum_values}});
     row["abi_fields"] = fields;
     row["plugin_ok"] = abi_unmarshallable_field(info.type) == nullptr;
     j.push_back(row);

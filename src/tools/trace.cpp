@@ -74,9 +74,9 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
     SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false, slot};
     logits = runner.forward({&d, 1});
   }
-  out << "model " << m.config.architecture << " vendor " << o.vendor << ", " << tracer.events().size()
-      << " op calls\n";
-  out << "module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel | metadata | tensors | time\n";
+  out << "model " << m.config.architecture << " vendor " << o.vendor << ", " << tracer.events().size() << " op calls\n";
+  out << "module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel | metadata | tensors | "
+         "time\n";
   for (const auto& e : tracer.events()) {
     out << std::string(static_cast<size_t>(e.depth) * 4, ' ') << e.module_path << " -> " << e.nn_module << " -> "
         << e.op_type << " -> " << e.impl << " -> " << e.key << " -> " << e.vendor << ":" << e.kernel;

@@ -15,9 +15,9 @@ struct TraceOptions {
   std::vector<int32_t> prompt;  // token ids of the traced prefill
   std::string vendor = "cpu";   // kernel vendor
   PrecisionChoice precision = PrecisionChoice::Auto;
-  int decode_steps = 0;         // greedy decode steps traced after the prefill
-  int warmup = 0;               // untraced prefills first, so the traced run finds the weights paged in
-  std::string chrome_trace;     // non-empty: write Chrome trace-event JSON here
+  int decode_steps = 0;      // greedy decode steps traced after the prefill
+  int warmup = 0;            // untraced prefills first, so the traced run finds the weights paged in
+  std::string chrome_trace;  // non-empty: write Chrome trace-event JSON here
 };
 
 // Writes each op call's chain and the per-op time summary to `out`; "wrote FILE" to `log`.

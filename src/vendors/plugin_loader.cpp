@@ -16,9 +16,9 @@
 
 #include "core/error.h"
 #include "opchain/vendor_abi.h"
+#include "ops/abi_marshal.h"
 #include "ops/op_fields.h"
 #include "ops/op_table.h"
-#include "ops/abi_marshal.h"
 
 // Note [Plugin kernels]
 // The registry holds plain `void(const Args&)` pointers (a graph replays them, Kernel<Op> calls them),
@@ -35,14 +35,15 @@ namespace opchain {
 namespace {
 
 static_assert(static_cast<int>(DType::F32) == OC_DTYPE_F32 && static_cast<int>(DType::F16) == OC_DTYPE_F16 &&
-              static_cast<int>(DType::BF16) == OC_DTYPE_BF16 && static_cast<int>(DType::I32) == OC_DTYPE_I32 &&
-              static_cast<int>(DType::I64) == OC_DTYPE_I64 && static_cast<int>(DType::U8) == OC_DTYPE_U8 &&
-              static_cast<int>(DType::I8) == OC_DTYPE_I8 && static_cast<int>(DType::F8E4M3) == OC_DTYPE_F8E4M3,
+                  static_cast<int>(DType::BF16) == OC_DTYPE_BF16 && static_cast<int>(DType::I32) == OC_DTYPE_I32 &&
+                  static_cast<int>(DType::I64) == OC_DTYPE_I64 && static_cast<int>(DType::U8) == OC_DTYPE_U8 &&
+                  static_cast<int>(DType::I8) == OC_DTYPE_I8 && static_cast<int>(DType::F8E4M3) == OC_DTYPE_F8E4M3,
               "oc_dtype numbers are DType's");
 static_assert(kMaxDims == OC_MAX_DIMS, "oc_tensor holds every dim of a Tensor");
 static_assert(static_cast<int>(Role::In) == OC_ROLE_IN && static_cast<int>(Role::InOut) == OC_ROLE_INOUT &&
-              static_cast<int>(Role::Out) == OC_ROLE_OUT && static_cast<int>(Role::Attr) == OC_ROLE_ATTR &&
-              static_cast<int>(Role::Meta) == OC_ROLE_META, "oc_role numbers are Role's");
+                  static_cast<int>(Role::Out) == OC_ROLE_OUT && static_cast<int>(Role::Attr) == OC_ROLE_ATTR &&
+                  static_cast<int>(Role::Meta) == OC_ROLE_META,
+              "oc_role numbers are Role's");
 
 constexpr size_t kSlotsPerOp = 16;
 constexpr size_t kErrSize = 512;
@@ -63,8 +64,10 @@ std::array<std::array<const PluginKernel*, kSlotsPerOp>, kNumOps> g_slots{};
 
 template <class M>
 const char* enum_values() {
-  if constexpr (std::is_same_v<M, MatmulPrecision>) return "f32|bf16|quantized";
-  else if constexpr (std::is_same_v<M, DeltaRuleForm>) return "recurrent|chunked";
+  if constexpr (std::is_same_v<M, MatmulPrecision>)
+    return "f32|bf16|quantized";
+  else if constexpr (std::is_same_v<M, DeltaRuleForm>)
+    return "recurrent|chunked";
   else {
     static_assert(!std::is_enum_v<M>, "an enum field needs its value names for the ABI (enum_values)");
     return "";
@@ -99,10 +102,10 @@ std::array<void (*)(), kSlotsPerOp> thunks_of(std::index_sequence<S...>) {
 
 void (*thunk_for(OpType op, size_t slot))() {
   switch (op) {
-#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                                   \
-  case OpType::name: {                                                                                         \
-    static const auto table = thunks_of<OpType::name>(std::make_index_sequence<kSlotsPerOp>{});               \
-    return table[slot];                                                                                        \
+#define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                     \
+  case OpType::name: {                                                                          \
+    static const auto table = thunks_of<OpType::name>(std::make_index_sequence<kSlotsPerOp>{}); \
+    return table[slot];                                                                         \
   }
     OPCHAIN_OP_TABLE(OPCHAIN_X)
 #undef OPCHAIN_X
@@ -161,8 +164,14 @@ static int32_t host_op_field(size_t op, size_t field, oc_field_info* out) {
 }
 
 // The key strings are views of string literals in kOpTable, so .data() is NUL-terminated.
-const oc_host_api kHostApi = {OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR, sizeof(oc_host_api), host_num_ops,
-                              host_op_key,              host_op_schema,           host_find_op,       host_op_num_fields,
+const oc_host_api kHostApi = {OPCHAIN_VENDOR_ABI_MAJOR,
+                              OPCHAIN_VENDOR_ABI_MINOR,
+                              sizeof(oc_host_api),
+                              host_num_ops,
+                              host_op_key,
+                              host_op_schema,
+                              host_find_op,
+                              host_op_num_fields,
                               host_op_field};
 
 // ---- loading ---------------------------------------------------------------------------------
@@ -170,7 +179,8 @@ const oc_host_api kHostApi = {OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR
 bool valid_vendor_name(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
   for (char ch : s)
-    if (!(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-'))
+    if (!(std::islower(static_cast<unsigned char>(ch)) || std::isdigit(static_cast<unsigned char>(ch)) || ch == '_' ||
+          ch == '-'))
       return false;
   return true;
 }
@@ -201,8 +211,8 @@ std::optional<LoadedPlugin> already_loaded(const Registry& reg, const std::strin
     size_t impls = 0;
     if (info->plugin_impls)
       for (const auto& i : info->plugin_impls->impls) impls += i.has_value();
-    return LoadedPlugin{info->origin, v, info->fallback, n, impls,
-                        info->plugin_impls && info->plugin_impls->runtime->has_memory()};
+    return LoadedPlugin{
+        info->origin, v, info->fallback, n, impls, info->plugin_impls && info->plugin_impls->runtime->has_memory()};
   }
   return std::nullopt;
 }
@@ -213,18 +223,30 @@ const std::vector<AbiField>& abi_fields(OpType op) { return field_table()[static
 
 const char* abi_kind_name(int kind) {
   switch (kind) {
-    case OC_ARG_TENSOR: return "tensor";
-    case OC_ARG_F32: return "f32";
-    case OC_ARG_I64: return "i64";
-    case OC_ARG_BOOL: return "bool";
-    case OC_ARG_ENUM: return "enum";
-    case OC_ARG_OPAQUE: return "opaque";
-    case OC_ARG_ATTN_META: return "attn_meta";
-    case OC_ARG_MOE_META: return "moe_meta";
-    case OC_ARG_EXPERT_WEIGHTS: return "expert_weights";
-    case OC_ARG_TENSOR_LIST: return "tensor_list";
-    case OC_ARG_QUANT: return "quant";
-    case OC_ARG_QUANT_LIST: return "quant_list";
+    case OC_ARG_TENSOR:
+      return "tensor";
+    case OC_ARG_F32:
+      return "f32";
+    case OC_ARG_I64:
+      return "i64";
+    case OC_ARG_BOOL:
+      return "bool";
+    case OC_ARG_ENUM:
+      return "enum";
+    case OC_ARG_OPAQUE:
+      return "opaque";
+    case OC_ARG_ATTN_META:
+      return "attn_meta";
+    case OC_ARG_MOE_META:
+      return "moe_meta";
+    case OC_ARG_EXPERT_WEIGHTS:
+      return "expert_weights";
+    case OC_ARG_TENSOR_LIST:
+      return "tensor_list";
+    case OC_ARG_QUANT:
+      return "quant";
+    case OC_ARG_QUANT_LIST:
+      return "quant_list";
   }
   return "?";
 }
@@ -267,22 +289,25 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
   const auto init = reinterpret_cast<oc_vendor_plugin_init_fn>(sym);
   const oc_vendor_plugin* p = init(&kHostApi, err, sizeof err);
   err[kErrSize - 1] = '\0';
-  if (!p) throw fail(std::string(OPCHAIN_VENDOR_ENTRY_SYMBOL) + " failed: " + (err[0] ? err : "returned NULL, no message"));
+  if (!p)
+    throw fail(std::string(OPCHAIN_VENDOR_ENTRY_SYMBOL) + " failed: " + (err[0] ? err : "returned NULL, no message"));
   if (p->abi_major != OPCHAIN_VENDOR_ABI_MAJOR)
     throw fail("built against vendor ABI " + version_str(p->abi_major, p->abi_minor) + ", this opchain speaks " +
                version_str(OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR) +
                " (major versions must match; rebuild the plugin against this opchain's vendor_abi.h)");
   if (p->abi_minor > OPCHAIN_VENDOR_ABI_MINOR)
     throw fail("built against vendor ABI " + version_str(p->abi_major, p->abi_minor) + ", newer than this opchain's " +
-               version_str(OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR) + "; upgrade opchain or rebuild the plugin");
+               version_str(OPCHAIN_VENDOR_ABI_MAJOR, OPCHAIN_VENDOR_ABI_MINOR) +
+               "; upgrade opchain or rebuild the plugin");
   const std::string vendor = p->vendor_name ? p->vendor_name : "";
   if (!valid_vendor_name(vendor))
     throw fail("vendor name '" + vendor + "' is not a vendor name (1-64 of a-z, 0-9, '_', '-')");
-  if (reg.has_vendor(vendor)) throw fail("vendor '" + vendor + "' is already registered (registered: " + join_vendors(reg) + ")");
+  if (reg.has_vendor(vendor))
+    throw fail("vendor '" + vendor + "' is already registered (registered: " + join_vendors(reg) + ")");
   const std::string fallback = p->fallback_vendor ? p->fallback_vendor : "";
   if (!fallback.empty() && !reg.has_vendor(fallback))
-    throw fail("vendor '" + vendor + "' falls back to '" + fallback + "', which is not registered (registered: " +
-               join_vendors(reg) + ")");
+    throw fail("vendor '" + vendor + "' falls back to '" + fallback +
+               "', which is not registered (registered: " + join_vendors(reg) + ")");
   if (p->num_kernels > 0 && !p->kernels) throw fail("vendor '" + vendor + "' declares kernels but the list is NULL");
   // The 1.1 members exist only in a 1.1 plugin's struct.
   const bool v11 = p->abi_minor >= 1;
@@ -296,8 +321,11 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
   runtime->user_data = p->user_data;
   if (v11 && p->memory) {
     const oc_memory_hooks& mh = *p->memory;
-    const char* missing = !mh.alloc ? "alloc" : !mh.free ? "free" : !mh.copy_to_device ? "copy_to_device"
-                                                                   : !mh.copy_to_host ? "copy_to_host" : nullptr;
+    const char* missing = !mh.alloc            ? "alloc"
+                          : !mh.free           ? "free"
+                          : !mh.copy_to_device ? "copy_to_device"
+                          : !mh.copy_to_host   ? "copy_to_host"
+                                               : nullptr;
     if (missing)
       throw fail("vendor '" + vendor + "' declares memory hooks without '" + missing +
                  "' (alloc, free, copy_to_device and copy_to_host are all required once memory is declared)");
@@ -336,8 +364,8 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
           throw fail(which + ": op '" + key + "' has field '" + f.name + "' (" + abi_kind_name(f.kind) +
                      "), which vendor ABI 1.0 does not marshal; build the plugin against vendor ABI 1.1 or later");
     if (auto [it, fresh] = first.emplace(std::make_pair(*op, dtype), i); !fresh)
-      throw fail("duplicate kernel " + key + "(" + std::string(dtype_name(dtype)) + "): kernels " + std::to_string(it->second) +
-                 " and " + std::to_string(i));
+      throw fail("duplicate kernel " + key + "(" + std::string(dtype_name(dtype)) + "): kernels " +
+                 std::to_string(it->second) + " and " + std::to_string(i));
     std::string name = d.name && d.name[0] ? d.name : vendor + "::" + key + "_" + std::string(dtype_name(dtype));
     pending.push_back({*op, dtype, std::move(name), &d});
   }
@@ -402,15 +430,16 @@ LoadedPlugin load_vendor_plugin(Registry& reg, const std::string& path) {
       const int32_t status = hook(s, rt->user_data, e, sizeof e);
       e[kErrSize - 1] = '\0';
       if (status != OC_STATUS_OK)
-        throw VendorPluginError(plugin_label(*rt) + ": update_step_context failed with status " + std::to_string(status) +
-                                (e[0] ? ": " + std::string(e) : std::string(" (no message)")));
+        throw VendorPluginError(plugin_label(*rt) + ": update_step_context failed with status " +
+                                std::to_string(status) + (e[0] ? ": " + std::string(e) : std::string(" (no message)")));
     };
   }
   reg.set_vendor_info(vendor, std::move(info));
   for (size_t i = 0; i < pending.size(); ++i) {
     KernelFlags flags;
     flags.capture_safe = (pending[i].def->flags & OC_KERNEL_CAPTURE_SAFE) != 0;
-    reg.add_by_key(op_key(pending[i].op), vendor, pending[i].dtype, thunk_for(pending[i].op, slots[i]), pending[i].name, flags);
+    reg.add_by_key(op_key(pending[i].op), vendor, pending[i].dtype, thunk_for(pending[i].op, slots[i]), pending[i].name,
+                   flags);
   }
   guard.keep = true;
   return LoadedPlugin{path, vendor, fallback, pending.size(), num_impls, runtime->has_memory()};

@@ -16,8 +16,8 @@ struct LoadedPlugin {
   std::string vendor;
   std::string fallback;  // empty: none
   size_t num_kernels = 0;
-  size_t num_impls = 0;      // ABI 1.1: impls that replace opchain's default impl of an OpType
-  bool has_memory = false;   // ABI 1.1: declares memory hooks (Note [Plugin memory] in ops/abi_marshal.h)
+  size_t num_impls = 0;     // ABI 1.1: impls that replace opchain's default impl of an OpType
+  bool has_memory = false;  // ABI 1.1: declares memory hooks (Note [Plugin memory] in ops/abi_marshal.h)
 };
 
 // dlopens `path` (RTLD_NOW | RTLD_LOCAL), checks its ABI version, vendor name, fallback and every

@@ -147,7 +147,7 @@ TEST(ApiLlm, CancelStopsARequestAndKeepsWhatItMade) {
   EXPECT_LT(static_cast<int64_t>(out.token_ids.size()), 200);
   EXPECT_GT(pieces, 0);
   EXPECT_EQ(llm.wait(keep).finish_reason, api::FinishReason::Length);  // the other request is untouched
-  llm.cancel(12345678);  // unknown ids are ignored
+  llm.cancel(12345678);                                                // unknown ids are ignored
   EXPECT_FALSE(llm.step());
 }
 
@@ -195,7 +195,8 @@ TEST(ApiLlm, AppliesTheChatTemplateAsTheCliRendersIt) {
   const std::string prompt = llm.apply_chat_template({{"system", "Be brief."}, {"user", "hi"}});
   const std::filesystem::path conv =
       std::filesystem::temp_directory_path() / ("opchain_api_conv_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(conv) << R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+  std::ofstream(conv)
+      << R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
                             "add_generation_prompt": true})";
   const test::CliResult cli = test::run_opchain("chat-template --model " + kModel + " --conversation " + conv.string());
   std::filesystem::remove(conv);

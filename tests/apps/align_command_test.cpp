@@ -17,7 +17,7 @@ TEST(AlignCommand, CpuAgainstReferencePassesAtDefaultTolerance) {
                              " --decode-steps 3 --compare cpu:reference");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("within tolerance"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("fused_moe"), std::string::npos) << r.out;             // a row per op call
+  EXPECT_NE(r.out.find("fused_moe"), std::string::npos) << r.out;  // a row per op call
   EXPECT_NE(r.out.find("model.layers.1.mlp.experts"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("first op over tolerance"), std::string::npos) << r.out;
 }

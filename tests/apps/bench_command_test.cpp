@@ -52,14 +52,16 @@ TEST(BenchCommand, JsonReportOnGoldenModel) {
     EXPECT_NEAR(tok_s * ms / 1000.0 / batch, 1.0, 0.25);
   }
   // A bigger batch touches more distinct experts, so a step reads more weight bytes.
-  EXPECT_GT(j["decode"][1]["weight_bytes_per_step"].get<double>(), j["decode"][0]["weight_bytes_per_step"].get<double>());
+  EXPECT_GT(j["decode"][1]["weight_bytes_per_step"].get<double>(),
+            j["decode"][0]["weight_bytes_per_step"].get<double>());
 }
 
 // Without --graph or --eager both decode modes run; each reports its kernel and host time per step,
 // and graph replay leaves less host time than eager.
 TEST(BenchCommand, ComparesEagerAndGraphDecodeHostTime) {
-  const auto r = run_opchain("bench --model " + test::model_dir("tiny-qwen3-moe") +
-                             " --threads 1 --prompt-lens 8 --gen 12 --batches 1,3 --depth 5 --reps 3 --bandwidth-mib 16 --json");
+  const auto r =
+      run_opchain("bench --model " + test::model_dir("tiny-qwen3-moe") +
+                  " --threads 1 --prompt-lens 8 --gen 12 --batches 1,3 --depth 5 --reps 3 --bandwidth-mib 16 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json j;
   ASSERT_NO_THROW(j = json::parse(r.out)) << r.out;

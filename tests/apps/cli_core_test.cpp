@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "apps/cli_run.h"
 #include "io/npy.h"
@@ -113,10 +113,10 @@ TEST(CliOps, JsonListsEveryKeyForBothVendors) {
     EXPECT_FALSE(row["vendors"]["cpu"].empty()) << row["key"];
     EXPECT_FALSE(row["schema"].get<std::string>().empty());
   }
-  for (const char* k : {"embedding", "linear", "rms_norm", "add_rms_norm", "apply_rotary_pos_emb", "fill_kv_cache",
-                        "prefill_attention", "paged_prefill_attention", "paged_decode_attention", "silu_and_mul",
-                        "moe_gating_topk_softmax", "fused_moe", "moe_init_routing", "grouped_matmul", "swiglu",
-                        "moe_token_unpermute"})
+  for (const char* k :
+       {"embedding", "linear", "rms_norm", "add_rms_norm", "apply_rotary_pos_emb", "fill_kv_cache", "prefill_attention",
+        "paged_prefill_attention", "paged_decode_attention", "silu_and_mul", "moe_gating_topk_softmax", "fused_moe",
+        "moe_init_routing", "grouped_matmul", "swiglu", "moe_token_unpermute"})
     EXPECT_TRUE(keys.count(k)) << k;
   const auto table = test::run_opchain("ops");
   EXPECT_NE(table.out.find("fused_moe"), std::string::npos);
@@ -125,10 +125,12 @@ TEST(CliOps, JsonListsEveryKeyForBothVendors) {
 TEST(CliTrace, ShowsTheFiveLayerChainAndWritesChromeTrace) {
   const std::string dir = test::model_dir("tiny-qwen3-moe");
   const auto chrome = fs::temp_directory_path() / ("opchain-trace-" + std::to_string(::getpid()) + ".json");
-  const auto r = test::run_opchain("trace --model " + dir + " --ids 1,2,3 --decode-steps 1 --chrome-trace " + chrome.string());
+  const auto r =
+      test::run_opchain("trace --model " + dir + " --ids 1,2,3 --decode-steps 1 --chrome-trace " + chrome.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("model.layers.1.mlp.experts -> FusedMoE -> FusedMoe -> DefaultFusedMoeImpl -> fused_moe -> cpu:"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("model.layers.1.mlp.experts -> FusedMoE -> FusedMoe -> DefaultFusedMoeImpl -> fused_moe -> cpu:"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("comm=local"), std::string::npos);
   EXPECT_NE(r.out.find("is_decoding=1"), std::string::npos);

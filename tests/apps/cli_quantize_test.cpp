@@ -26,11 +26,13 @@ class CliQuantize : public ::testing::Test {
 
 TEST_F(CliQuantize, WritesAModelThatGenerates) {
   const std::string out = (dir_ / "q").string();
-  auto r = test::run_opchain("quantize --model " + test::model_dir("tiny-qwen3-moe") + " --out " + out + " --format w4a16 --group-size 32");
+  auto r = test::run_opchain("quantize --model " + test::model_dir("tiny-qwen3-moe") + " --out " + out +
+                             " --format w4a16 --group-size 32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("56 linear layers as w4a16, 3 left dense"), std::string::npos) << r.err;
   EXPECT_TRUE(fs::exists(fs::path(out) / "tokenizer.json"));
-  r = test::run_opchain("generate --model " + out + " --prompt-ids 1,2,3 --max-new-tokens 4 --temperature 0 --ignore-eos");
+  r = test::run_opchain("generate --model " + out +
+                        " --prompt-ids 1,2,3 --max-new-tokens 4 --temperature 0 --ignore-eos");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("compressed-tensors pack-quantized weights"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("quantized matmuls"), std::string::npos) << r.err;
@@ -45,7 +47,8 @@ TEST_F(CliQuantize, BadRequestsAreOneLineErrors) {
   auto r = test::run_opchain("quantize --model " + model + " --out " + model + " --format gptq");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--out must differ from --model"), std::string::npos) << r.err;
-  r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() + " --format fp8-block --block 128");
+  r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() +
+                        " --format fp8-block --block 128");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--block must be ROWS,COLS"), std::string::npos) << r.err;
   r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() + " --format int3");
@@ -54,7 +57,8 @@ TEST_F(CliQuantize, BadRequestsAreOneLineErrors) {
   r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() + " --format awq --act-order");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--act-order applies to gptq and w4a16 only"), std::string::npos) << r.err;
-  r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() + " --format gptq --group-size 0");
+  r = test::run_opchain("quantize --model " + model + " --out " + (dir_ / "x").string() +
+                        " --format gptq --group-size 0");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--group-size must be positive or -1"), std::string::npos) << r.err;
 }
@@ -73,7 +77,8 @@ TEST_F(CliQuantize, MakeModelWritesAPresetStraightIntoAFormat) {
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
   EXPECT_EQ(bytes(q + "/model.safetensors"), bytes(dq + "/model.safetensors"));  // the same weights either way
-  r = test::run_opchain("generate --model " + q + " --prompt-ids 1,2,3 --max-new-tokens 4 --temperature 0 --ignore-eos");
+  r = test::run_opchain("generate --model " + q +
+                        " --prompt-ids 1,2,3 --max-new-tokens 4 --temperature 0 --ignore-eos");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -22,7 +22,8 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
 }
 
 TEST(CliGenerate, TheReadmeDemo) {
-  const auto r = test::run_opchain("generate --model " + test::source_dir() + "/models/trained-qwen3-moe --prompt TheCat "
+  const auto r = test::run_opchain("generate --model " + test::source_dir() +
+                                   "/models/trained-qwen3-moe --prompt TheCat "
                                    "--temperature 0 --max-new-tokens 4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto demo = test::run_opchain("generate --model " + test::source_dir() +
@@ -55,7 +56,8 @@ TEST(CliGenerate, PromptsFileJsonInInputOrder) {
 TEST(CliTokenize, CasesFileGivesOneLinePerString) {
   const auto file = fs::temp_directory_path() / ("opchain-cases-" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << R"(["Hello world!", "<|im_start|>user", "你好"])";
-  const auto r = test::run_opchain("tokenize --model " + test::data_dir() + "/tokenizer/qwen3 --cases " + file.string());
+  const auto r =
+      test::run_opchain("tokenize --model " + test::data_dir() + "/tokenizer/qwen3 --cases " + file.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 3u);

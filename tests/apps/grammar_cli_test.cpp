@@ -16,13 +16,15 @@ using nlohmann::json;
 using test::run_opchain;
 
 std::string write_schema(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("opchain-grammar-" + std::to_string(::getpid()) + "-" + name);
+  const auto path =
+      std::filesystem::temp_directory_path() / ("opchain-grammar-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(path) << text;
   return path.string();
 }
 
 TEST(GrammarCli, GenerateJsonSchemaAndJsonObject) {
-  const std::string schema = write_schema("s.json", R"({"type":"object","properties":{"k":{"enum":["a","b"]}},"required":["k"]})");
+  const std::string schema =
+      write_schema("s.json", R"({"type":"object","properties":{"k":{"enum":["a","b"]}},"required":["k"]})");
   auto r = run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") +
                        " --prompt cat --temperature 1 --seed 4 --json --json-schema " + schema);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -40,7 +42,8 @@ TEST(GrammarCli, GenerateJsonSchemaAndJsonObject) {
 
 TEST(GrammarCli, BadSchemaIsOneLine) {
   const std::string schema = write_schema("bad.json", R"({"type":"array","items":{"allOf":[{}]}})");
-  const auto r = run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") + " --prompt x --json-schema " + schema);
+  const auto r =
+      run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") + " --prompt x --json-schema " + schema);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unsupported keyword 'allOf' at /items/allOf"), std::string::npos) << r.err;
   std::filesystem::remove(schema);
@@ -48,7 +51,8 @@ TEST(GrammarCli, BadSchemaIsOneLine) {
 
 TEST(GrammarCli, BenchReportsMaskCostPerToken) {
   const std::string schema = write_schema("b.json", R"({"type":"array","items":{"type":"integer"},"maxItems":3})");
-  const auto r = run_opchain("bench --model " + test::model_dir("trained-qwen3-moe") + " --json-schema " + schema + " --reps 2 --json");
+  const auto r = run_opchain("bench --model " + test::model_dir("trained-qwen3-moe") + " --json-schema " + schema +
+                             " --reps 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_GT(j.at("tokens").get<int64_t>(), 0);

@@ -25,7 +25,8 @@ TEST(GraphFlags, GenerateGivesTheSameTokensGraphAndEager) {
 }
 
 TEST(GraphFlags, GraphAndEagerExcludeEachOther) {
-  const auto r = run_opchain("generate --model " + test::model_dir("tiny-qwen3-moe") + " --prompt-ids 1,2 --graph --eager");
+  const auto r =
+      run_opchain("generate --model " + test::model_dir("tiny-qwen3-moe") + " --prompt-ids 1,2 --graph --eager");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--eager"), std::string::npos) << r.err;
 }

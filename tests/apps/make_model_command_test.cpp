@@ -34,8 +34,9 @@ TEST(MakeModelCommand, WritesALoadableShardedModelWithTokenizer) {
                        dir.path.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("wrote"), std::string::npos) << r.err;
-  for (const char* f : {"config.json", "generation_config.json", "model.safetensors.index.json", "tokenizer.json",
-                        "tokenizer_config.json", "model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors"})
+  for (const char* f :
+       {"config.json", "generation_config.json", "model.safetensors.index.json", "tokenizer.json",
+        "tokenizer_config.json", "model-00001-of-00003.safetensors", "model-00003-of-00003.safetensors"})
     EXPECT_TRUE(fs::exists(dir.path / f)) << f;
   EXPECT_EQ(fs::file_size(dir.path / "tokenizer.json"),
             fs::file_size(fs::path(test::data_dir()) / "tokenizer/qwen3/tokenizer.json"));

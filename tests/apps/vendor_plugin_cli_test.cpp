@@ -43,10 +43,11 @@ TEST(VendorPluginCli, KernelNotCaptureSafeIsNeverCaptured) {
   const std::string nocapture = "--vendor-plugin " + plugin("test_plugin_nocapture") + " --vendor nocapture";
   const auto graph = test::run_opchain(args + nocapture);
   EXPECT_EQ(graph.exit_code, 1);
-  EXPECT_EQ(graph.err.rfind("opchain: error: cannot capture a graph: kernel 'nocapture::rms_norm_bf16' (op rms_norm, bf16, "
-                            "vendor 'nocapture'",
-                            0),
-            0u)
+  EXPECT_EQ(
+      graph.err.rfind("opchain: error: cannot capture a graph: kernel 'nocapture::rms_norm_bf16' (op rms_norm, bf16, "
+                      "vendor 'nocapture'",
+                      0),
+      0u)
       << graph.err;
   EXPECT_NE(graph.err.find("is not capture-safe"), std::string::npos) << graph.err;
   const auto cpu = test::run_opchain(args + "--vendor cpu");
@@ -71,10 +72,12 @@ TEST(VendorPluginCli, OneOneAttentionAndMoeKernelsGenerateAsCpu) {
       EXPECT_EQ(got["ids"], cpu["ids"]) << precision << mode;
     }
   }
-  const auto r = test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") + " --ids 1,2,3 --decode-steps 1 " + abi11);
+  const auto r = test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") +
+                                   " --ids 1,2,3 --decode-steps 1 " + abi11);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("-> fused_moe -> abi11:abi11::fused_moe_bf16"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("-> paged_decode_attention -> abi11:abi11::paged_decode_attention_f32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> paged_decode_attention -> abi11:abi11::paged_decode_attention_f32"), std::string::npos)
+      << r.out;
 }
 
 // Vendor ABI 1.1: a plugin impl of the whole attention (its own KV-cache write and attention), built
@@ -92,7 +95,8 @@ TEST(VendorPluginCli, OneOnePluginImplGeneratesAsCpuEagerly) {
     ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
     ASSERT_EQ(eager.exit_code, 0) << eager.err;
     EXPECT_EQ(nlohmann::json::parse(eager.out)["ids"], nlohmann::json::parse(cpu.out)["ids"]) << precision;
-    EXPECT_NE(eager.err.find("implplug: attention impl for model.layers.3.self_attn.attn"), std::string::npos) << eager.err;
+    EXPECT_NE(eager.err.find("implplug: attention impl for model.layers.3.self_attn.attn"), std::string::npos)
+        << eager.err;
   }
   const auto graph = test::run_opchain(args + impl);
   EXPECT_EQ(graph.exit_code, 1);
@@ -102,8 +106,9 @@ TEST(VendorPluginCli, OneOnePluginImplGeneratesAsCpuEagerly) {
 }
 
 TEST(VendorPluginCli, TraceChainShowsTheResolvedVendor) {
-  const auto r = test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") + " --ids 1,2,3 --decode-steps 1" +
-                                   " --vendor-plugin " + example() + " --vendor example");
+  const auto r =
+      test::run_opchain("trace --model " + test::model_dir("trained-qwen3-moe") + " --ids 1,2,3 --decode-steps 1" +
+                        " --vendor-plugin " + example() + " --vendor example");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The plugin's own kernels, and the fallback's for the ops it lacks.
   EXPECT_NE(r.out.find("-> rms_norm -> example:example::rms_norm_bf16"), std::string::npos) << r.out;
@@ -147,12 +152,13 @@ TEST(VendorPluginCli, PluginsFromTheEnvironment) {
 
 TEST(VendorPluginCli, BrokenPluginIsOneLine) {
   const std::string path = plugin("test_plugin_wrong_major");
-  const auto r = test::run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") + " --prompt x --vendor-plugin " +
-                                   path + " --vendor brokenplug");
+  const auto r = test::run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") +
+                                   " --prompt x --vendor-plugin " + path + " --vendor brokenplug");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "opchain: error: vendor plugin " + path +
-                       ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must match; rebuild the "
-                       "plugin against this opchain's vendor_abi.h)\n");
+  EXPECT_EQ(r.err,
+            "opchain: error: vendor plugin " + path +
+                ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must match; rebuild the "
+                "plugin against this opchain's vendor_abi.h)\n");
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ std::vector<std::string> mentions(const std::string& folder, const std::regex& p
     int no = 0;
     while (std::getline(in, line)) {
       ++no;
-      if (std::regex_search(line, pattern)) out.push_back(entry.path().string() + ":" + std::to_string(no) + ": " + line);
+      if (std::regex_search(line, pattern))
+        out.push_back(entry.path().string() + ":" + std::to_string(no) + ": " + line);
     }
   }
   return out;
@@ -113,7 +114,8 @@ TEST(Layering, TheCheckSeesAViolation) {
 TEST(Layering, EveryOpOfTheTableHasItsFiles) {
   for (const auto& info : kOpTable) {
     const std::string key(info.key);
-    EXPECT_TRUE(fs::exists(test::source_dir() + "/src/ops/" + key + ".h")) << key << ": no Args header src/ops/" << key << ".h";
+    EXPECT_TRUE(fs::exists(test::source_dir() + "/src/ops/" + key + ".h"))
+        << key << ": no Args header src/ops/" << key << ".h";
     EXPECT_TRUE(fs::exists(test::source_dir() + "/src/vendors/reference/" + key + ".cpp"))
         << key << ": no reference kernel src/vendors/reference/" << key << ".cpp";
   }
@@ -122,8 +124,9 @@ TEST(Layering, EveryOpOfTheTableHasItsFiles) {
 TEST(Layering, EveryOpHasAReferenceKernelFile) {
   for (const auto& entry : fs::directory_iterator(test::source_dir() + "/src/ops")) {
     const std::string name = entry.path().stem().string();
-    if (entry.path().extension() != ".h" || name == "registry" || name == "op_table" || name == "step_metadata" || name == "matmul_precision" ||
-        name == "expert_weights" || name == "field" || name == "op_fields" || name == "abi_marshal")
+    if (entry.path().extension() != ".h" || name == "registry" || name == "op_table" || name == "step_metadata" ||
+        name == "matmul_precision" || name == "expert_weights" || name == "field" || name == "op_fields" ||
+        name == "abi_marshal")
       continue;
     EXPECT_TRUE(fs::exists(test::source_dir() + "/src/vendors/reference/" + name + ".cpp")) << name;
   }

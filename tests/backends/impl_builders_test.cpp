@@ -16,9 +16,11 @@ namespace {
 // calls and writes a marker, so the test sees that nn::Attention ran it.
 struct FusedAttention final : AttentionImpl {
   static inline int calls = 0;
-  FusedAttention(const OpsBackend&, const ImplBuildParams& p) { site_ = TraceSite{p.module_path, p.nn_module, "VendorFusedAttention"}; }
-  void forward(const StepContext&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor& out,
-               float scale) const override {
+  FusedAttention(const OpsBackend&, const ImplBuildParams& p) {
+    site_ = TraceSite{p.module_path, p.nn_module, "VendorFusedAttention"};
+  }
+  void forward(const StepContext&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+               const Tensor& out, float scale) const override {
     ++calls;
     for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = scale;
   }
@@ -38,15 +40,17 @@ TEST(ImplBuilders, DefaultsCoverEveryOp) {
   const OpsBackend& backend = select_backend(dev);
   auto impl = build_impl<OpType::RmsNorm>(backend, ImplBuildParams{DType::F32, "model.norm", "RMSNorm"});
   EXPECT_EQ(impl->site().impl, "DefaultRmsNormImpl");
-  auto attn = build_impl<OpType::PagedDecodeAttention>(backend, ImplBuildParams{DType::F32, "model.layers.0.self_attn", "Attention"});
+  auto attn = build_impl<OpType::PagedDecodeAttention>(
+      backend, ImplBuildParams{DType::F32, "model.layers.0.self_attn", "Attention"});
   EXPECT_EQ(attn->site().impl, "DefaultAttentionImpl");
 }
 
 TEST(ImplBuilders, AVendorImplRunsUnderAnUnchangedNnModule) {
   ImplBuilderTable impls;
-  impls.set(OpType::PagedDecodeAttention, [](const OpsBackend& b, const ImplBuildParams& p) -> std::unique_ptr<OpImplBase> {
-    return std::make_unique<FusedAttention>(b, p);
-  });
+  impls.set(OpType::PagedDecodeAttention,
+            [](const OpsBackend& b, const ImplBuildParams& p) -> std::unique_ptr<OpImplBase> {
+              return std::make_unique<FusedAttention>(b, p);
+            });
   const DeviceContext dev = cpu_device(&impls);
   const nn::ModuleContext mc{&dev, "model.layers.0.self_attn"};
   const nn::Attention attention(mc, 2, 1, 4, 0.5f);
@@ -72,7 +76,8 @@ TEST(ImplBuilders, ABuilderOfTheWrongInterfaceFailsAtBuildNamingTheOp) {
   });
   const DeviceContext dev = cpu_device(&impls);
   try {
-    build_impl<OpType::FusedMoe>(select_backend(dev), ImplBuildParams{DType::F32, "model.layers.0.mlp.experts", "FusedMoE"});
+    build_impl<OpType::FusedMoe>(select_backend(dev),
+                                 ImplBuildParams{DType::F32, "model.layers.0.mlp.experts", "FusedMoE"});
     FAIL();
   } catch (const UnsupportedOpError& e) {
     const std::string msg = e.what();

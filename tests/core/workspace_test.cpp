@@ -17,7 +17,8 @@ TEST(Workspace, LayerArenasAlternateAndTheStepArenaLives) {
       ws.use_layer_arena(l % 2);
       Tensor x = ws.alloc(DType::F32, {4, 64});
       if (!pending.is_null()) {
-        EXPECT_EQ(pending.data<float>()[0], static_cast<float>(l - 1)) << "layer " << l - 1 << "'s output was reused early";
+        EXPECT_EQ(pending.data<float>()[0], static_cast<float>(l - 1))
+            << "layer " << l - 1 << "'s output was reused early";
         EXPECT_NE(x.raw(), pending.raw());
       }
       Tensor big = ws.alloc(DType::F32, {64, 64});  // grows the arena past its first chunk

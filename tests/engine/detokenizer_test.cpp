@@ -16,7 +16,8 @@ const std::string kFFFD = "\xEF\xBF\xBD";
 
 std::string from_hex(std::string_view hex) {
   std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
   return out;
 }
 
@@ -25,14 +26,15 @@ struct FakeVocab {
   std::vector<std::string> vocab;
   std::vector<int32_t> specials;
   IncrementalDetokenizer make(bool skip_special) const {
-    return IncrementalDetokenizer([this](int32_t id) { return vocab.at(static_cast<size_t>(id)); },
-                                  [this](int32_t id) { return std::find(specials.begin(), specials.end(), id) != specials.end(); },
-                                  skip_special);
+    return IncrementalDetokenizer(
+        [this](int32_t id) { return vocab.at(static_cast<size_t>(id)); },
+        [this](int32_t id) { return std::find(specials.begin(), specials.end(), id) != specials.end(); }, skip_special);
   }
 };
 
 // Pushes every id, checking each piece is valid UTF-8 on its own, and returns the concatenation.
-std::string stream(IncrementalDetokenizer& d, const std::vector<int32_t>& ids, std::vector<std::string>* pieces = nullptr) {
+std::string stream(IncrementalDetokenizer& d, const std::vector<int32_t>& ids,
+                   std::vector<std::string>* pieces = nullptr) {
   std::string all;
   for (int32_t id : ids) {
     std::string piece = d.push(id);
@@ -49,14 +51,18 @@ TEST(Utf8ReplaceInvalid, MatchesPythonErrorsReplace) {
   // Expected values from Python: bytes.decode('utf-8', 'replace').
   EXPECT_EQ(utf8_replace_invalid("plain ascii"), "plain ascii");
   EXPECT_EQ(utf8_replace_invalid("\xE2\x82\xAC"), "\xE2\x82\xAC");
-  EXPECT_EQ(utf8_replace_invalid("\xE0\x80"), kFFFD + kFFFD);              // overlong: E0 needs A0..BF
-  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98"), kFFFD);                  // truncated emoji: one U+FFFD
-  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98" "A"), kFFFD + "A");
+  EXPECT_EQ(utf8_replace_invalid("\xE0\x80"), kFFFD + kFFFD);  // overlong: E0 needs A0..BF
+  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98"), kFFFD);      // truncated emoji: one U+FFFD
+  EXPECT_EQ(utf8_replace_invalid("\xF0\x9F\x98"
+                                 "A"),
+            kFFFD + "A");
   EXPECT_EQ(utf8_replace_invalid("\xED\xA0\x80"), kFFFD + kFFFD + kFFFD);  // surrogate
   EXPECT_EQ(utf8_replace_invalid("\xC0\xAF"), kFFFD + kFFFD);
   EXPECT_EQ(utf8_replace_invalid("\xF4\x90\x80\x80"), kFFFD + kFFFD + kFFFD + kFFFD);  // > U+10FFFF
   EXPECT_EQ(utf8_replace_invalid("\xFF"), kFFFD);
-  EXPECT_EQ(utf8_replace_invalid("a\x80" "b"), "a" + kFFFD + "b");
+  EXPECT_EQ(utf8_replace_invalid("a\x80"
+                                 "b"),
+            "a" + kFFFD + "b");
   EXPECT_EQ(utf8_replace_invalid("\xE4\xB8\xE4\xB8\xAD"), kFFFD + "\xE4\xB8\xAD");
   EXPECT_EQ(utf8_replace_invalid("\xC3("), kFFFD + "(");
 }
@@ -73,13 +79,11 @@ TEST(Utf8ReplaceInvalid, MatchesPythonOnMixedCases) {
        "efbfbdefbfbdefbfbd41efbfbdefbfbded9fadefbfbdefbfbdefbfbdefbfbdefbfbdefbfbdefbfbd"},
       {"efefefef9ff598ef80c28fc2f4bf9fe49f809f41",
        "efbfbdefbfbdefbfbdefbfbdefbfbdefbfbdefbfbdc28fefbfbdefbfbdefbfbdefbfbde49f80efbfbd41"},
-      {"e282acf490e282acffe282ace282ac80c3a920e282ac",
-       "e282acefbfbdefbfbde282acefbfbde282ace282acefbfbdc3a920e282ac"},
+      {"e282acf490e282acffe282ace282ac80c3a920e282ac", "e282acefbfbdefbfbde282acefbfbde282ace282acefbfbdc3a920e282ac"},
       {"f09fe282ace282ace282ac61c3a9f09f9880e282aceda0e4b8ad",
        "efbfbde282ace282ace282ac61c3a9f09f9880e282acefbfbdefbfbde4b8ad"},
       {"80612061c3a9e4b8e4b8adf09f98808020", "efbfbd612061c3a9efbfbde4b8adf09f9880efbfbd20"},
-      {"f09f9880eda061c3a9e4b8ade282ace4b8ad61e282ac61",
-       "f09f9880efbfbdefbfbd61c3a9e4b8ade282ace4b8ad61e282ac61"},
+      {"f09f9880eda061c3a9e4b8ade282ace4b8ad61e282ac61", "f09f9880efbfbdefbfbd61c3a9e4b8ade282ace4b8ad61e282ac61"},
   };
   for (const auto& [in, want] : cases) EXPECT_EQ(utf8_replace_invalid(from_hex(in)), from_hex(want)) << in;
 }
@@ -111,11 +115,11 @@ TEST(IncrementalDetokenizer, CjkSplitAcrossTokenBoundaries) {
 TEST(IncrementalDetokenizer, InvalidBytesBecomeReplacementAsSoonAsKnown) {
   FakeVocab v{{"\xF0\x9F", "A", "\xFF", "\xE4\xB8"}, {}};
   auto d = v.make(false);
-  EXPECT_EQ(d.push(0), "");             // could still be an emoji
-  EXPECT_EQ(d.push(1), kFFFD + "A");    // 'A' cannot continue it: the prefix is replaced
-  EXPECT_EQ(d.push(2), kFFFD);          // never valid: replaced at once
+  EXPECT_EQ(d.push(0), "");           // could still be an emoji
+  EXPECT_EQ(d.push(1), kFFFD + "A");  // 'A' cannot continue it: the prefix is replaced
+  EXPECT_EQ(d.push(2), kFFFD);        // never valid: replaced at once
   EXPECT_EQ(d.push(3), "");
-  EXPECT_EQ(d.flush(), kFFFD);          // truncated at the end of the stream
+  EXPECT_EQ(d.flush(), kFFFD);  // truncated at the end of the stream
   EXPECT_EQ(d.flush(), "");
 }
 
@@ -133,7 +137,9 @@ TEST(IncrementalDetokenizer, SpecialTokensSkippedOrKept) {
 }
 
 TEST(IncrementalDetokenizer, RejectsEmptyFunctions) {
-  EXPECT_THROW(IncrementalDetokenizer(nullptr, [](int32_t) { return false; }, false), InvalidArgumentError);
+  EXPECT_THROW(IncrementalDetokenizer(
+                   nullptr, [](int32_t) { return false; }, false),
+               InvalidArgumentError);
   EXPECT_THROW(IncrementalDetokenizer([](int32_t) { return std::string(); }, nullptr, false), InvalidArgumentError);
 }
 
@@ -141,8 +147,9 @@ TEST(IncrementalDetokenizer, RejectsEmptyFunctions) {
 // concatenation equals the one-shot decode.
 TEST(IncrementalDetokenizer, ConcatenationEqualsOneShotDecode) {
   std::mt19937 rng(1234);
-  const std::vector<std::string> atoms = {"a", " ", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xE2\x82\xAC",
-                                          "\x80", "\xFF", "\xC0", "\xE0\x80", "\xED\xA0\x80", "\xF4\x90"};
+  const std::vector<std::string> atoms = {
+      "a",    " ",    "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xE2\x82\xAC",
+      "\x80", "\xFF", "\xC0",     "\xE0\x80",     "\xED\xA0\x80",     "\xF4\x90"};
   for (int trial = 0; trial < 300; ++trial) {
     std::string bytes;
     const int natoms = 1 + static_cast<int>(rng() % 20);

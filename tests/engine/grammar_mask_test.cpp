@@ -19,8 +19,8 @@ bool bit(const std::vector<uint64_t>& m, size_t id) { return (m[id >> 6] >> (id 
 
 std::vector<std::string> random_vocabulary(uint64_t seed) {
   // Pieces of JSON, some shared prefixes, duplicates and an empty (special) token.
-  const std::vector<std::string> atoms{"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "a", "b", "1", "0", "-", ".",
-                                       "e", "true", "null", "\\", "é", "\xC3", "\xA9", "x"};
+  const std::vector<std::string> atoms{"{", "}", "[", "]", "\"",   ":",    ",",  " ", "\n",   "a",    "b", "1",
+                                       "0", "-", ".", "e", "true", "null", "\\", "é", "\xC3", "\xA9", "x"};
   std::mt19937_64 rng(seed);
   std::vector<std::string> v{""};
   for (const auto& a : atoms) v.push_back(a);

@@ -74,11 +74,13 @@ TEST_P(GraphDecode, MatchesEagerAtEveryBucketAndBetweenBuckets) {
 
   // Every bucket and sizes between them; the 4-layer trained model (10x the work per row) runs a
   // subset that still pads and fills buckets, so the suite stays fast under sanitizers.
-  const std::vector<int64_t> batches = GetParam() == "trained-qwen3-moe" ? std::vector<int64_t>{1, 3, 8}
-                                                                         : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 11, 16};
+  const std::vector<int64_t> batches = GetParam() == "trained-qwen3-moe"
+                                           ? std::vector<int64_t>{1, 3, 8}
+                                           : std::vector<int64_t>{1, 2, 3, 4, 5, 7, 8, 11, 16};
   for (int64_t batch : batches) {
     SCOPED_TRACE("batch " + std::to_string(batch));
-    std::vector<std::vector<int32_t>> tokens, eager_blocks(static_cast<size_t>(batch)), graph_blocks(static_cast<size_t>(batch));
+    std::vector<std::vector<int32_t>> tokens, eager_blocks(static_cast<size_t>(batch)),
+        graph_blocks(static_cast<size_t>(batch));
     std::vector<SequenceStep> prefill;
     for (int64_t s = 0; s < batch; ++s) {
       tokens.push_back(prompt(s, 2 + (s * 3) % 9, vocab));  // 2..10 tokens: the rows sit at different depths
@@ -101,7 +103,8 @@ TEST_P(GraphDecode, MatchesEagerAtEveryBucketAndBetweenBuckets) {
     Tensor g = graph.forward(step_of(graph_blocks, true));
     EXPECT_FALSE(graph.last_step_replayed());
     ASSERT_TRUE(bit_identical(e, g));
-    for (int64_t s = 0; s < batch; ++s) tokens[static_cast<size_t>(s)].push_back(argmax(e.data<float>() + s * vocab, vocab));
+    for (int64_t s = 0; s < batch; ++s)
+      tokens[static_cast<size_t>(s)].push_back(argmax(e.data<float>() + s * vocab, vocab));
 
     for (int64_t step = 0; step < steps; ++step) {
       SCOPED_TRACE("decode step " + std::to_string(step));
@@ -110,8 +113,10 @@ TEST_P(GraphDecode, MatchesEagerAtEveryBucketAndBetweenBuckets) {
       ASSERT_TRUE(graph.last_step_replayed());
       ASSERT_FALSE(eager.last_step_replayed());
       ASSERT_EQ(g.size(0), batch);
-      if (is_bucket(batch, buckets)) ASSERT_TRUE(bit_identical(e, g)) << "max |diff| " << max_abs_diff(e, g);
-      else ASSERT_LE(max_abs_diff(e, g), 1e-4f);
+      if (is_bucket(batch, buckets))
+        ASSERT_TRUE(bit_identical(e, g)) << "max |diff| " << max_abs_diff(e, g);
+      else
+        ASSERT_LE(max_abs_diff(e, g), 1e-4f);
       for (int64_t s = 0; s < batch; ++s) {
         const int32_t next = argmax(e.data<float>() + s * vocab, vocab);
         ASSERT_EQ(argmax(g.data<float>() + s * vocab, vocab), next) << "sequence " << s;
@@ -326,8 +331,8 @@ TEST(GraphCapture, KernelThatIsNotCaptureSafeFailsWithItsName) {
       for (const KernelEntry* e : builtin_registry().entries_for(info.type)) {
         if (e->vendor != "reference") continue;
         const bool unsafe = info.type == OpType::RmsNorm;
-        r.add_by_key(info.key, "capture-test", e->dtype, e->fn, unsafe ? "test::rms_norm_not_capture_safe" : e->kernel_name,
-                     KernelFlags{!unsafe});
+        r.add_by_key(info.key, "capture-test", e->dtype, e->fn,
+                     unsafe ? "test::rms_norm_not_capture_safe" : e->kernel_name, KernelFlags{!unsafe});
       }
     return r;
   }();

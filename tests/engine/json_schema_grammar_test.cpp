@@ -36,9 +36,9 @@ TEST(JsonSchemaGrammar, ScalarTypes) {
   auto s = schema(R"({"type":"string"})");
   EXPECT_TRUE(complete(*s, R"("")"));
   EXPECT_TRUE(complete(*s, R"("h\u00e9llo \"x\" \n é 😀")"));
-  EXPECT_FALSE(alive(*s, "\"a\x01"));          // control characters must be escaped
-  EXPECT_FALSE(alive(*s, "\"\xC3\x28"));       // ill-formed UTF-8
-  EXPECT_FALSE(alive(*s, R"("\ud800)"));        // lone surrogate escapes are not generated
+  EXPECT_FALSE(alive(*s, "\"a\x01"));     // control characters must be escaped
+  EXPECT_FALSE(alive(*s, "\"\xC3\x28"));  // ill-formed UTF-8
+  EXPECT_FALSE(alive(*s, R"("\ud800)"));  // lone surrogate escapes are not generated
   EXPECT_FALSE(complete(*s, R"("abc)"));
   auto i = schema(R"({"type":"integer"})");
   EXPECT_TRUE(complete(*i, "0"));
@@ -57,8 +57,14 @@ TEST(JsonSchemaGrammar, ScalarTypes) {
 
 TEST(JsonSchemaGrammar, IntegerRangesMatchExactlyTheIntegersInside) {
   const std::vector<std::tuple<std::optional<double>, std::optional<double>, bool, bool>> cases{
-      {-23, 117, false, false}, {0, 0, false, false}, {5, std::nullopt, false, false}, {std::nullopt, -7, false, false},
-      {-120, -95, false, false}, {1.5, 20.5, false, false}, {-3, 10, true, true}, {99, 1001, false, false}};
+      {-23, 117, false, false},
+      {0, 0, false, false},
+      {5, std::nullopt, false, false},
+      {std::nullopt, -7, false, false},
+      {-120, -95, false, false},
+      {1.5, 20.5, false, false},
+      {-3, 10, true, true},
+      {99, 1001, false, false}};
   for (const auto& [lo, hi, exclusive_lo, exclusive_hi] : cases) {
     nlohmann::ordered_json sch{{"type", "integer"}};
     if (lo) sch[exclusive_lo ? "exclusiveMinimum" : "minimum"] = *lo;
@@ -107,14 +113,15 @@ TEST(JsonSchemaGrammar, ObjectPropertiesRequiredAndOrder) {
   auto s = schema(R"({"type":"object","properties":{"b":{"type":"integer"},"a":{"type":"string"}},"required":["a"]})");
   EXPECT_TRUE(complete(*s, R"({"b": 1, "a": "x"})"));
   EXPECT_TRUE(complete(*s, R"({"a":"x"})"));
-  EXPECT_FALSE(complete(*s, R"({"b":1})"));         // a is required
-  EXPECT_FALSE(alive(*s, R"({"a":"x","b")"));        // schema order, and no additional properties
+  EXPECT_FALSE(complete(*s, R"({"b":1})"));    // a is required
+  EXPECT_FALSE(alive(*s, R"({"a":"x","b")"));  // schema order, and no additional properties
   EXPECT_FALSE(alive(*s, R"({"c")"));
   EXPECT_TRUE(complete(*s, "{\n  \"a\" : \"x\"\n}"));
 }
 
 TEST(JsonSchemaGrammar, AdditionalProperties) {
-  auto open = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})");
+  auto open =
+      schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"additionalProperties":{"type":"boolean"}})");
   EXPECT_TRUE(complete(*open, R"({"a":1,"x":true,"y":false})"));
   EXPECT_FALSE(alive(*open, R"({"a":1,"x":1)"));
   auto any = schema(R"({"type":"object"})");
@@ -163,13 +170,16 @@ TEST(JsonSchemaGrammar, JsonObject) {
 }
 
 TEST(JsonSchemaGrammar, ErrorsNameKeywordAndPointer) {
-  expect_error(R"({"type":"string","format":"date","multipleOf":2})", "unsupported keyword 'multipleOf' at /multipleOf");
-  expect_error(R"({"type":"string","pattern":"(?=a)b"})", "lookaround, named groups and inline flags are not supported at offset 1 at /pattern");
+  expect_error(R"({"type":"string","format":"date","multipleOf":2})",
+               "unsupported keyword 'multipleOf' at /multipleOf");
+  expect_error(R"({"type":"string","pattern":"(?=a)b"})",
+               "lookaround, named groups and inline flags are not supported at offset 1 at /pattern");
   expect_error(R"({"type":"string","pattern":"(a)\\1"})", "the escape '\\1' is not supported");
   expect_error(R"({"type":"string","pattern":"a{3,2}"})", "'{n,m}' with m below n");
   expect_error(R"({"type":"string","pattern":"a","maxLength":3})", "together with 'minLength'/'maxLength'");
   expect_error(R"({"properties":{"x":{"type":"integer","multipleOf":2}}})", "'multipleOf' at /properties/x/multipleOf");
-  expect_error(R"({"type":"number","maximum":2})", "'maximum' is supported on type 'integer' only, not 'number' at /maximum");
+  expect_error(R"({"type":"number","maximum":2})",
+               "'maximum' is supported on type 'integer' only, not 'number' at /maximum");
   expect_error(R"({"type":"integer","minimum":3,"exclusiveMaximum":3})", "no integer lies between");
   expect_error(R"({"type":"strin"})", "unknown type 'strin' at /type");
   expect_error(R"({"$ref":"#/$defs/missing"})", "does not exist at /$ref");

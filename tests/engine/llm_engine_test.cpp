@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "engine/generation_config.h"
@@ -110,8 +110,8 @@ TEST(TrainedModel, TheCatStopsAtEos) {
 // Kernels are batch-invariant: N prompts generated together give exactly the tokens each gives alone.
 TEST(Batching, TogetherEqualsAlone) {
   Fixture f("trained-qwen3-moe", "cpu");
-  const std::vector<std::string> prompts = {"The cat", "A river is", "music is", "The law of the land",
-                                            "An apple", "A dog is a", "Paris", "The theory of"};
+  const std::vector<std::string> prompts = {"The cat",  "A river is", "music is", "The law of the land",
+                                            "An apple", "A dog is a", "Paris",    "The theory of"};
   std::vector<GenerationRequest> reqs;
   for (const auto& p : prompts) reqs.push_back(greedy(f.tokenizer->encode(p), 24));
   const auto together = f.engine->generate(reqs);
@@ -142,7 +142,8 @@ TEST(Batching, PreemptionUnderATinyKvBudgetGivesTheSameTokens) {
   tight.num_blocks = 1 + 14;  // 56 tokens for 4 sequences that each need up to ~36
   Fixture a("trained-qwen3-moe", "cpu", roomy), b("trained-qwen3-moe", "cpu", tight);
   std::vector<GenerationRequest> reqs;
-  for (const char* p : {"The cat", "A river is", "music is", "An apple"}) reqs.push_back(greedy(a.tokenizer->encode(p), 32));
+  for (const char* p : {"The cat", "A river is", "music is", "An apple"})
+    reqs.push_back(greedy(a.tokenizer->encode(p), 32));
   const auto expected = a.engine->generate(reqs);
   const auto got = b.engine->generate(reqs);
   EXPECT_GT(b.engine->stats().preemptions, 0);
@@ -219,7 +220,8 @@ TEST(Requests, ContextAndInputErrorsAreClear) {
     }
     return std::string();
   };
-  EXPECT_NE(message(greedy(std::vector<int32_t>(500, 5), 13)).find("exceeds the model's context of 512"), std::string::npos);
+  EXPECT_NE(message(greedy(std::vector<int32_t>(500, 5), 13)).find("exceeds the model's context of 512"),
+            std::string::npos);
   EXPECT_NE(message(greedy({}, 4)).find("empty"), std::string::npos);
   EXPECT_NE(message(greedy({1, 99999}, 4)).find("outside the vocabulary"), std::string::npos);
   EXPECT_NE(message(greedy({1, 2}, 0)).find("max_new_tokens"), std::string::npos);
@@ -232,10 +234,9 @@ TEST(Requests, ContextAndInputErrorsAreClear) {
 TEST(Requests, AbortFreesBlocksAndReportsAbort) {
   Fixture f("trained-qwen3-moe", "cpu");
   FinishReason reason = FinishReason::None;
-  const uint64_t id = f.engine->add_request(greedy(f.tokenizer->encode("The cat"), 200),
-                                            [&](const StreamEvent& ev) {
-                                              if (ev.finished) reason = ev.finish_reason;
-                                            });
+  const uint64_t id = f.engine->add_request(greedy(f.tokenizer->encode("The cat"), 200), [&](const StreamEvent& ev) {
+    if (ev.finished) reason = ev.finish_reason;
+  });
   for (int i = 0; i < 5; ++i) f.engine->step();
   EXPECT_GT(f.engine->stats().blocks_used, 0);
   f.engine->abort(id);

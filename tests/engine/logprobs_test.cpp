@@ -95,7 +95,8 @@ TEST(EngineLogprobs, OnePerOutputTokenStreamedAloneOrBatched) {
   }
 
   std::vector<StepLogprobs> streamed;
-  f.engine->add_request(r, [&](const StreamEvent& ev) { streamed.insert(streamed.end(), ev.logprobs.begin(), ev.logprobs.end()); });
+  f.engine->add_request(
+      r, [&](const StreamEvent& ev) { streamed.insert(streamed.end(), ev.logprobs.begin(), ev.logprobs.end()); });
   GenerationRequest other = r;
   other.prompt_ids = f.tokenizer->encode("music is");
   other.logprobs = -1;

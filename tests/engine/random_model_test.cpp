@@ -48,7 +48,8 @@ std::vector<float> logits_of(const std::string& dir, const std::vector<int32_t>&
 }
 
 TEST(RandomModel, PresetConfigsMatchTheRealCheckpoints) {
-  const ModelConfig moe = parse_model_config(random_model_config_json("qwen3-30b-a3b", 0, DType::BF16), "qwen3-30b-a3b");
+  const ModelConfig moe =
+      parse_model_config(random_model_config_json("qwen3-30b-a3b", 0, DType::BF16), "qwen3-30b-a3b");
   EXPECT_EQ(moe.architecture, "Qwen3MoeForCausalLM");
   EXPECT_EQ(moe.num_hidden_layers, 48);
   EXPECT_EQ(moe.hidden_size, 2048);
@@ -90,7 +91,8 @@ TEST(RandomModel, HybridPresetsHaveTheRealShapes) {
   using LK = LayerKind;
   const ModelConfig a = parse_model_config(random_model_config_json("qwen3.5-35b-a3b", 4, DType::BF16), "p");
   EXPECT_EQ(a.architecture, "Qwen3_5MoeForCausalLM");
-  EXPECT_EQ(a.layer_types, (std::vector<LK>{LK::LinearAttention, LK::LinearAttention, LK::LinearAttention, LK::FullAttention}));
+  EXPECT_EQ(a.layer_types,
+            (std::vector<LK>{LK::LinearAttention, LK::LinearAttention, LK::LinearAttention, LK::FullAttention}));
   EXPECT_EQ(a.hidden_size, 2048);
   EXPECT_EQ(a.num_experts, 256);
   EXPECT_EQ(a.num_experts_per_tok, 8);

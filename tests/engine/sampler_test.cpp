@@ -115,9 +115,9 @@ TEST(Sampler, TopPKeepsTheSmallestHeadReachingP) {
     Sampler s(p);
     return support(s.probabilities(logits, kNone, kNone));
   };
-  EXPECT_EQ(kept(0.4f), (std::set<int32_t>{1}));            // 0.5 alone crosses 0.4
-  EXPECT_EQ(kept(0.75f), (std::set<int32_t>{1, 3}));        // 0.5 + 0.3 crosses 0.75
-  EXPECT_EQ(kept(0.85f), (std::set<int32_t>{0, 1, 3}));     // + 0.15
+  EXPECT_EQ(kept(0.4f), (std::set<int32_t>{1}));         // 0.5 alone crosses 0.4
+  EXPECT_EQ(kept(0.75f), (std::set<int32_t>{1, 3}));     // 0.5 + 0.3 crosses 0.75
+  EXPECT_EQ(kept(0.85f), (std::set<int32_t>{0, 1, 3}));  // + 0.15
   EXPECT_EQ(kept(0.99f), (std::set<int32_t>{0, 1, 2, 3}));
   EXPECT_EQ(kept(1.0f), (std::set<int32_t>{0, 1, 2, 3}));
 
@@ -185,9 +185,9 @@ TEST(Sampler, FiltersComposeInHfOrder) {
   // temperature 0.5 sharpens {0.4, 0.3, 0.2, 0.1} to p^2 normalised = {16, 9, 4, 1}/30.
   SamplingParams p = seeded();
   p.temperature = 0.5f;
-  p.top_k = 3;       // drops 1/30
-  p.top_p = 0.8f;    // over {16,9,4}/29: 16/29 = 0.55 < 0.8, so 9/29 is kept; 25/29 >= 0.8 drops 4/29
-  p.min_p = 0.6f;    // 9/16 = 0.5625 < 0.6 drops it too
+  p.top_k = 3;     // drops 1/30
+  p.top_p = 0.8f;  // over {16,9,4}/29: 16/29 = 0.55 < 0.8, so 9/29 is kept; 25/29 >= 0.8 drops 4/29
+  p.min_p = 0.6f;  // 9/16 = 0.5625 < 0.6 drops it too
   Sampler s(p);
   EXPECT_EQ(support(s.probabilities(log_probs({0.4, 0.3, 0.2, 0.1}), kNone, kNone)), (std::set<int32_t>{0}));
   p.min_p = 0.5f;
@@ -247,7 +247,7 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesUseOutputOnly) {
   const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
   const std::vector<int32_t> prompt = {1};        // prompt ids are not penalised
   const std::vector<int32_t> output = {2, 3, 2};  // id 2 twice, id 3 once
-  for (int round = 0; round < 2; ++round) {      // a second call must not see stale counts
+  for (int round = 0; round < 2; ++round) {       // a second call must not see stale counts
     const auto probs = s.probabilities(logits, prompt, output);
     const auto ref = softmax({1.0f, 1.0f, 1.0f - 1.0f, 1.0f - 0.75f});
     for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(probs[i], ref[i], 1e-6) << i << " round " << round;
@@ -287,7 +287,9 @@ TEST(Sampler, BadLogitsThrow) {
   EXPECT_THROW(s.sample(std::vector<float>{0.0f, std::nanf("")}, kNone, kNone), InvalidArgumentError);
   EXPECT_THROW(s.sample(std::vector<float>{0.0f, std::numeric_limits<float>::infinity()}, kNone, kNone),
                InvalidArgumentError);
-  EXPECT_NE(error_of([&] { s.sample(std::vector<float>{kNegInf, kNegInf}, kNone, kNone); }).find("-inf"),
+  EXPECT_NE(error_of([&] {
+              s.sample(std::vector<float>{kNegInf, kNegInf}, kNone, kNone);
+            }).find("-inf"),
             std::string::npos);
 }
 
@@ -303,11 +305,9 @@ TEST(SamplingParams, ValidationNamesTheField) {
   EXPECT_NE(msg([](SamplingParams& p) { p.top_p = 1.5f; }).find("top_p"), std::string::npos);
   EXPECT_NE(msg([](SamplingParams& p) { p.min_p = -0.1f; }).find("min_p"), std::string::npos);
   EXPECT_NE(msg([](SamplingParams& p) { p.min_p = 1.1f; }).find("min_p"), std::string::npos);
-  EXPECT_NE(msg([](SamplingParams& p) { p.repetition_penalty = 0.0f; }).find("repetition_penalty"),
-            std::string::npos);
+  EXPECT_NE(msg([](SamplingParams& p) { p.repetition_penalty = 0.0f; }).find("repetition_penalty"), std::string::npos);
   EXPECT_NE(msg([](SamplingParams& p) { p.presence_penalty = 3.0f; }).find("presence_penalty"), std::string::npos);
-  EXPECT_NE(msg([](SamplingParams& p) { p.frequency_penalty = -2.5f; }).find("frequency_penalty"),
-            std::string::npos);
+  EXPECT_NE(msg([](SamplingParams& p) { p.frequency_penalty = -2.5f; }).find("frequency_penalty"), std::string::npos);
   EXPECT_EQ(msg([](SamplingParams&) {}), "<no error>");
   SamplingParams bad;
   bad.top_p = 2.0f;
@@ -337,13 +337,15 @@ TEST(SamplingParams, FromGenerationConfig) {
   EXPECT_EQ(p.top_k, 0);
 
   EXPECT_THROW(SamplingParams::from_generation_config(nlohmann::json::parse(R"([1])")), FormatError);
-  EXPECT_NE(error_of([] { SamplingParams::from_generation_config(nlohmann::json::parse(R"({"top_p": "0.9"})")); })
-                .find("\"top_p\" must be a number"),
+  EXPECT_NE(error_of([] {
+              SamplingParams::from_generation_config(nlohmann::json::parse(R"({"top_p": "0.9"})"));
+            }).find("\"top_p\" must be a number"),
             std::string::npos);
   EXPECT_THROW(SamplingParams::from_generation_config(nlohmann::json::parse(R"({"top_k": 2.5})")), FormatError);
   EXPECT_THROW(SamplingParams::from_generation_config(nlohmann::json::parse(R"({"do_sample": 1})")), FormatError);
-  EXPECT_NE(error_of([] { SamplingParams::from_generation_config(nlohmann::json::parse(R"({"top_p": 1.5})")); })
-                .find("generation_config: SamplingParams.top_p"),
+  EXPECT_NE(error_of([] {
+              SamplingParams::from_generation_config(nlohmann::json::parse(R"({"top_p": 1.5})"));
+            }).find("generation_config: SamplingParams.top_p"),
             std::string::npos);
 }
 

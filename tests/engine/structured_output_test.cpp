@@ -62,8 +62,10 @@ TEST(StructuredOutput, SampledOutputsParseAndFitTheSchema) {
 
 TEST(StructuredOutput, ConstrainedRequestLeavesOthersUnchanged) {
   const DemoModel m;
-  auto alone = m.engine()->generate({sampled(*m.tokenizer, "The dog", 11, 24), sampled(*m.tokenizer, "A tree", 12, 24)});
-  std::vector<GenerationRequest> mixed{sampled(*m.tokenizer, "The dog", 11, 24), sampled(*m.tokenizer, "The cat", 5, 24),
+  auto alone =
+      m.engine()->generate({sampled(*m.tokenizer, "The dog", 11, 24), sampled(*m.tokenizer, "A tree", 12, 24)});
+  std::vector<GenerationRequest> mixed{sampled(*m.tokenizer, "The dog", 11, 24),
+                                       sampled(*m.tokenizer, "The cat", 5, 24),
                                        sampled(*m.tokenizer, "A tree", 12, 24)};
   mixed[1].grammar = compile_json_object();
   auto together = m.engine()->generate(std::move(mixed));

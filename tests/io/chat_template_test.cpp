@@ -172,8 +172,9 @@ TEST(ChatTemplateModels, TestModelDirectoriesLoadAndRender) {
 
 TEST(ChatTemplateLoading, JinjaFileWinsOverConfig) {
   TempDir dir;
-  dir.write("tokenizer_config.json",
-            R"({"chat_template": "from config", "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>"})");
+  dir.write(
+      "tokenizer_config.json",
+      R"({"chat_template": "from config", "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>"})");
   dir.write("chat_template.jinja", "{{ bos_token }}from file {{ eos_token }}\n");
   const ChatTemplate tmpl = ChatTemplate::from_model_dir(dir.str());
   EXPECT_EQ(tmpl.bos_token(), "<s>");
@@ -195,8 +196,9 @@ TEST(ChatTemplateLoading, OtherSpecialTokensReachTheTemplate) {
 
 TEST(ChatTemplateLoading, NamedTemplateListPicksDefault) {
   TempDir dir;
-  dir.write("tokenizer_config.json",
-            R"({"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "plain"}]})");
+  dir.write(
+      "tokenizer_config.json",
+      R"({"chat_template": [{"name": "tool_use", "template": "tools"}, {"name": "default", "template": "plain"}]})");
   EXPECT_EQ(ChatTemplate::from_model_dir(dir.str()).render(ordered_json::array(), nullptr, false, nullptr), "plain");
 
   TempDir no_default;
@@ -208,7 +210,8 @@ TEST(ChatTemplateLoading, NamedTemplateListPicksDefault) {
 TEST(ChatTemplateLoading, ChatTemplateJsonFallback) {
   TempDir dir;
   dir.write("chat_template.json", R"({"chat_template": "from json"})");
-  EXPECT_EQ(ChatTemplate::from_model_dir(dir.str()).render(ordered_json::array(), nullptr, false, nullptr), "from json");
+  EXPECT_EQ(ChatTemplate::from_model_dir(dir.str()).render(ordered_json::array(), nullptr, false, nullptr),
+            "from json");
 }
 
 TEST(ChatTemplateLoading, MissingTemplateIsFormatError) {
@@ -252,17 +255,18 @@ TEST(ChatTemplateRender, RaiseExceptionIsInvalidArgument) {
   const ChatTemplate tmpl = ChatTemplate::from_string(
       "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}ok");
   const ordered_json system = ordered_json::parse(R"([{"role": "system", "content": "x"}])");
-  const std::string msg =
-      expect_throws<InvalidArgumentError>([&] { tmpl.render(system, nullptr, false, nullptr); });
+  const std::string msg = expect_throws<InvalidArgumentError>([&] { tmpl.render(system, nullptr, false, nullptr); });
   EXPECT_NE(msg.find("System role not supported"), std::string::npos) << msg;
 }
 
 TEST(ChatTemplateRender, RejectsBadArguments) {
   const ChatTemplate tmpl = ChatTemplate::from_string("x");
   expect_throws<InvalidArgumentError>([&] { tmpl.render(ordered_json::object(), nullptr, false, nullptr); });
+  expect_throws<InvalidArgumentError>([&] {
+    tmpl.render(ordered_json::array(), nullptr, false, ordered_json{{"messages", 1}});
+  });
   expect_throws<InvalidArgumentError>(
-      [&] { tmpl.render(ordered_json::array(), nullptr, false, ordered_json{{"messages", 1}}); });
-  expect_throws<InvalidArgumentError>([&] { tmpl.render(ordered_json::array(), nullptr, false, ordered_json::array()); });
+      [&] { tmpl.render(ordered_json::array(), nullptr, false, ordered_json::array()); });
 }
 
 TEST(ChatTemplateRender, PlainJsonOverloadSortsKeys) {

@@ -64,7 +64,7 @@ TEST(HybridConfig, Qwen3_5LayoutsAgree) {
 // Absent keys take the config classes' defaults, which are not Qwen3-MoE's.
 TEST(HybridConfig, DefaultsAreTheConfigClasses) {
   const ModelConfig next = parse_model_config(R"({"architectures":["Qwen3NextForCausalLM"]})", "config.json");
-  EXPECT_EQ(next.head_dim, 256);  // not hidden / heads = 128
+  EXPECT_EQ(next.head_dim, 256);   // not hidden / heads = 128
   EXPECT_EQ(next.rotary_dim, 64);  // partial_rotary_factor 0.25
   EXPECT_DOUBLE_EQ(next.rope_theta, 10000.0);
   EXPECT_EQ(next.num_hidden_layers, 48);
@@ -74,7 +74,8 @@ TEST(HybridConfig, DefaultsAreTheConfigClasses) {
   EXPECT_EQ(next.linear.num_key_heads, 16);
   EXPECT_EQ(next.linear.num_value_heads, 32);
   for (int64_t l = 0; l < 48; ++l) EXPECT_EQ(next.is_linear_attention(l), (l + 1) % 4 != 0) << l;
-  const ModelConfig moe = parse_model_config(R"({"architectures":["Qwen3_5MoeForCausalLM"],"norm_topk_prob":false})", "c");
+  const ModelConfig moe =
+      parse_model_config(R"({"architectures":["Qwen3_5MoeForCausalLM"],"norm_topk_prob":false})", "c");
   EXPECT_TRUE(moe.norm_topk_prob);  // Qwen3.5-MoE always renormalises
   EXPECT_EQ(moe.num_experts, 256);
   EXPECT_EQ(moe.vocab_size, 248320);
@@ -89,13 +90,15 @@ TEST(HybridConfig, RopePrecedence) {
   const ModelConfig a = parse_model_config(
       R"({"architectures":["Qwen3_5MoeForCausalLM"],"head_dim":64,"rope_theta":5.0,"partial_rotary_factor":0.5,
           "rope_parameters":{"rope_type":"default","rope_theta":7.0,"partial_rotary_factor":0.25},
-          "rope_scaling":{"rope_type":"linear","factor":2.0,"rope_theta":9.0}})", "c");
+          "rope_scaling":{"rope_type":"linear","factor":2.0,"rope_theta":9.0}})",
+      "c");
   EXPECT_EQ(a.rope_scaling.type, RopeScalingType::Linear);
   EXPECT_DOUBLE_EQ(a.rope_theta, 9.0);
   EXPECT_EQ(a.rotary_dim, 32);  // rope_scaling has no factor: the top-level 0.5
   const ModelConfig b = parse_model_config(
       R"({"architectures":["Qwen3_5MoeForCausalLM"],"head_dim":64,"rope_theta":5.0,"partial_rotary_factor":0.5,
-          "rope_parameters":{"rope_type":"default","rope_theta":7.0,"partial_rotary_factor":0.25}})", "c");
+          "rope_parameters":{"rope_type":"default","rope_theta":7.0,"partial_rotary_factor":0.25}})",
+      "c");
   EXPECT_DOUBLE_EQ(b.rope_theta, 7.0);
   EXPECT_EQ(b.rotary_dim, 16);
 }
@@ -103,30 +106,35 @@ TEST(HybridConfig, RopePrecedence) {
 TEST(HybridConfig, LegacyLayerNamesAndTheHubWrapperTie) {
   const ModelConfig c = parse_model_config(
       R"({"architectures":["Qwen3_5ForConditionalGeneration"],"tie_word_embeddings":true,
-          "text_config":{"num_hidden_layers":2,"layer_types":["mamba","attention"],"tie_word_embeddings":false}})", "c");
+          "text_config":{"num_hidden_layers":2,"layer_types":["mamba","attention"],"tie_word_embeddings":false}})",
+      "c");
   EXPECT_EQ(c.layer_types, (std::vector<LK>{L, F}));
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.weight_prefix, "model.language_model.");
 }
 
 TEST(HybridConfig, ContradictoryKeysAreClearErrors) {
-  EXPECT_NE(error_of(R"({"architectures":["Qwen3NextForCausalLM"],"num_hidden_layers":3,"layer_types":["linear_attention"]})")
-                .find("'layer_types' lists 1 layers but num_hidden_layers is 3"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"architectures":["Qwen3NextForCausalLM"],"num_hidden_layers":3,"layer_types":["linear_attention"]})")
+          .find("'layer_types' lists 1 layers but num_hidden_layers is 3"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"architectures":["Qwen3NextForCausalLM"],"num_hidden_layers":1,"layer_types":["sliding"]})")
                 .find("'sliding'"),
             std::string::npos);
   EXPECT_NE(error_of(R"({"architectures":["Qwen3_5ForCausalLM"],"linear_num_key_heads":3,"linear_num_value_heads":4})")
                 .find("must be a multiple of linear_num_key_heads (3)"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"architectures":["Qwen3_5MoeForConditionalGeneration"]})").find("'text_config'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"architectures":["Qwen3_5MoeForConditionalGeneration"]})").find("'text_config'"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"architectures":["Qwen3_5ForCausalLM"],"head_dim":12,"partial_rotary_factor":0.25})")
                 .find("partial_rotary_factor"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"text_config":{"num_hidden_layers":"four"}})")
-                .find("(text_config): field 'num_hidden_layers'"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"architectures":["Qwen3NextForCausalLM"],"full_attention_interval":0})").find("full_attention_interval"),
+  EXPECT_NE(
+      error_of(R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"text_config":{"num_hidden_layers":"four"}})")
+          .find("(text_config): field 'num_hidden_layers'"),
+      std::string::npos);
+  EXPECT_NE(error_of(R"({"architectures":["Qwen3NextForCausalLM"],"full_attention_interval":0})")
+                .find("full_attention_interval"),
             std::string::npos);
 }
 

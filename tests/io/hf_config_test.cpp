@@ -67,9 +67,12 @@ TEST(HfConfig, BadFieldsNameTheField) {
   };
   EXPECT_NE(err(R"({"architectures":["LlamaForCausalLM"],"vocab_size":"x"})").find("'vocab_size'"), std::string::npos);
   EXPECT_NE(err(R"({"architectures":["LlamaForCausalLM"],"vocab_size":8,"hidden_size":8,"num_hidden_layers":1,
-      "num_attention_heads":3,"num_key_value_heads":2,"intermediate_size":4})").find("num_key_value_heads"), std::string::npos);
+      "num_attention_heads":3,"num_key_value_heads":2,"intermediate_size":4})")
+                .find("num_key_value_heads"),
+            std::string::npos);
   EXPECT_NE(err(R"({"architectures":["LlamaForCausalLM"],"vocab_size":8,"hidden_size":8,"num_hidden_layers":1,
-      "num_attention_heads":2,"intermediate_size":4,"rope_scaling":{"rope_type":"longrope","factor":2}})").find("longrope"),
+      "num_attention_heads":2,"intermediate_size":4,"rope_scaling":{"rope_type":"longrope","factor":2}})")
+                .find("longrope"),
             std::string::npos);
   EXPECT_NE(err("[1,2").find("not valid JSON"), std::string::npos);
   EXPECT_THROW(load_model_config("/nonexistent/dir"), FormatError);
@@ -111,7 +114,8 @@ TEST(HfConfig, DeeplyNestedFieldIsRefused) {
     parse_model_config(text, "deep/config.json");
     FAIL();
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("deep/config.json nests deeper than 128 levels"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("deep/config.json nests deeper than 128 levels"), std::string::npos)
+        << e.what();
   }
   nlohmann::json j = nlohmann::json::parse(kMoe);
   j["head_dim"] = std::string(10000, 'x');

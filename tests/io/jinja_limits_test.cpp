@@ -58,7 +58,8 @@ TEST(JinjaLimits, FiltersOverFreshListsKeepThemAlive) {
 TEST(JinjaLimits, LongChainsAreRefusedAtParse) {
   expect_error<FormatError>([] { Template::parse("{{ 1" + repeat(" + 1", 100000) + " }}"); }, "nested deeper than 512");
   expect_error<FormatError>([] { Template::parse("{{ x" + repeat(".a", 100000) + " }}"); }, "nested deeper than 512");
-  expect_error<FormatError>([] { Template::parse("{{ x" + repeat("|lower", 100000) + " }}"); }, "nested deeper than 512");
+  expect_error<FormatError>([] { Template::parse("{{ x" + repeat("|lower", 100000) + " }}"); },
+                            "nested deeper than 512");
   expect_error<FormatError>([] { Template::parse("{{ x" + repeat("[0]", 100000) + " }}"); }, "nested deeper than 512");
   expect_error<FormatError>([] { Template::parse("{{ x" + repeat(" ~ x", 100000) + " }}"); }, "nested deeper than 512");
   EXPECT_EQ(render("{{ 1" + repeat(" + 1", 400) + " }}"), "401");
@@ -104,19 +105,26 @@ TEST(JinjaLimits, FormatWidthsAreBounded) {
 }
 
 TEST(JinjaLimits, OutputAndStringsAreBounded) {
-  expect_error<InvalidArgumentError>(
-      [] { render("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"); }, "over the template limit");
-  expect_error<InvalidArgumentError>(
-      [] { render("{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"); },
-      "over the template limit");
-  expect_error<InvalidArgumentError>([] { render("{{ ('x' * 1000000)|replace('x', 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}"); },
+  expect_error<InvalidArgumentError>([] { render("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}"); },
                                      "over the template limit");
+  expect_error<InvalidArgumentError>(
+      [] {
+        render(
+            "{% set ns = namespace(s='xxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}");
+      },
+      "over the template limit");
+  expect_error<InvalidArgumentError>(
+      [] {
+        render(
+            "{{ ('x' * 1000000)|replace('x', "
+            "'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy') }}");
+      },
+      "over the template limit");
 }
 
 TEST(JinjaLimits, WorkIsBounded) {
   expect_error<InvalidArgumentError>(
-      [] { render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"); },
-      "steps");
+      [] { render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"); }, "steps");
 }
 
 // "a.99999999999999999999" as an attribute path went to std::stoll, which threw std::out_of_range.

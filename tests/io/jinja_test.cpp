@@ -47,8 +47,7 @@ TEST(JinjaWhitespace, TrimAndLstripBlocks) {
 }
 
 TEST(JinjaWhitespace, WithoutOptionsKeepsEverything) {
-  EXPECT_EQ(render("a\n  {% if true %}\nx\n  {% endif %}\nb", ordered_json::object(), Options{}),
-            "a\n  \nx\n  \nb");
+  EXPECT_EQ(render("a\n  {% if true %}\nx\n  {% endif %}\nb", ordered_json::object(), Options{}), "a\n  \nx\n  \nb");
 }
 
 TEST(JinjaWhitespace, MinusAndPlusModifiers) {
@@ -83,8 +82,9 @@ TEST(JinjaValues, PrintsLikePython) {
 }
 
 TEST(JinjaValues, Arithmetic) {
-  EXPECT_EQ(render("{{ 10/4 }} {{ 10//4 }} {{ -7//2 }} {{ 7 % -3 }} {{ -3 % 5 }} {{ 2**10 }} {{ 2**-1 }} {{ 7.5 // 2 }}"),
-            "2.5 2 -4 -2 2 1024 0.5 3.0");
+  EXPECT_EQ(
+      render("{{ 10/4 }} {{ 10//4 }} {{ -7//2 }} {{ 7 % -3 }} {{ -3 % 5 }} {{ 2**10 }} {{ 2**-1 }} {{ 7.5 // 2 }}"),
+      "2.5 2 -4 -2 2 1024 0.5 3.0");
   // Jinja2 binds unary minus tighter than **, and ~ tighter than +.
   EXPECT_EQ(render("{{ -2**2 }} {{ 2 + 3 * 4 }} {{ (2 + 3) * 4 }} {{ 'a' ~ 2 * 3 }}"), "4 14 20 a6");
   EXPECT_EQ(render("{{ 'ab' * 2 }} {{ [1] * 2 }} {{ [1,2] + [3] }} {{ 'a' + 'b' }} {{ true + 1 }}"),
@@ -93,8 +93,9 @@ TEST(JinjaValues, Arithmetic) {
 }
 
 TEST(JinjaValues, ComparisonsAndLogic) {
-  EXPECT_EQ(render("{{ 1 < 2 < 3 }} {{ 3 > 2 > 5 }} {{ 1 == 1.0 }} {{ true == 1 }} {{ 'a' < 'b' }} {{ [1,2] < [1,3] }}"),
-            "True False True True True True");
+  EXPECT_EQ(
+      render("{{ 1 < 2 < 3 }} {{ 3 > 2 > 5 }} {{ 1 == 1.0 }} {{ true == 1 }} {{ 'a' < 'b' }} {{ [1,2] < [1,3] }}"),
+      "True False True True True True");
   EXPECT_EQ(render("{{ 'a' in 'cat' }} {{ 1 in [1,2] }} {{ 'k' in {'k': 1} }} {{ 3 not in [1] }} {{ 'x' in nope }}"),
             "True True True True False");
   // and/or return the deciding operand, as in Python.
@@ -105,24 +106,30 @@ TEST(JinjaValues, ComparisonsAndLogic) {
 }
 
 TEST(JinjaValues, PythonTruthiness) {
-  EXPECT_EQ(render("{% for v in [0, 0.0, '', [], {}, none, false, 1, 'x', [0], {'a': 0}] %}{{ 'T' if v else 'F' }}{% endfor %}"),
-            "FFFFFFFTTTT");
+  EXPECT_EQ(
+      render(
+          "{% for v in [0, 0.0, '', [], {}, none, false, 1, 'x', [0], {'a': 0}] %}{{ 'T' if v else 'F' }}{% endfor %}"),
+      "FFFFFFFTTTT");
 }
 
 TEST(JinjaValues, AccessAndSlicing) {
   const ordered_json ctx = {{"d", {{"x", 1}, {"nested", {{"list", {10, 20, 30}}}}}}};
   EXPECT_EQ(render("{{ d.x }}|{{ d['x'] }}|{{ d.nested.list[-1] }}|{{ d.nested.list.0 }}|[{{ d.missing }}]", ctx),
             "1|1|30|10|[]");
-  EXPECT_EQ(render("{{ [1,2,3,4][-2:] }} {{ [1,2,3][:-1] }} {{ [1,2,3,4,5][::-2] }} {{ [1,2,3][5:] }} {{ [1,2,3][1:] }}"),
-            "[3, 4] [1, 2] [5, 3, 1] [] [2, 3]");
+  EXPECT_EQ(
+      render("{{ [1,2,3,4][-2:] }} {{ [1,2,3][:-1] }} {{ [1,2,3,4,5][::-2] }} {{ [1,2,3][5:] }} {{ [1,2,3][1:] }}"),
+      "[3, 4] [1, 2] [5, 3, 1] [] [2, 3]");
   // Strings index by code point, not byte.
-  EXPECT_EQ(render("{{ 'abc'[::-1] }} {{ 'h\xC3\xA9llo'[1:3] }} {{ 'h\xC3\xA9llo'|length }} {{ 'abc'[-1] }} {{ 'abcdef'[1:5:2] }}"),
+  EXPECT_EQ(render("{{ 'abc'[::-1] }} {{ 'h\xC3\xA9llo'[1:3] }} {{ 'h\xC3\xA9llo'|length }} {{ 'abc'[-1] }} {{ "
+                   "'abcdef'[1:5:2] }}"),
             "cba \xC3\xA9l 5 c bd");
 }
 
 TEST(JinjaValues, UndefinedBehavesLikeJinja2) {
-  EXPECT_EQ(render("[{{ u }}]{{ u is defined }}{{ u is undefined }}{{ u|length }}{% for x in u %}x{% endfor %}{{ u is none }}"),
-            "[]FalseTrue0False");
+  EXPECT_EQ(
+      render(
+          "[{{ u }}]{{ u is defined }}{{ u is undefined }}{{ u|length }}{% for x in u %}x{% endfor %}{{ u is none }}"),
+      "[]FalseTrue0False");
   EXPECT_EQ(render("[{{ none.attr }}][{{ [1][5] }}][{{ 'str'.attr }}]"), "[][][]");
   expect_error<InvalidArgumentError>([] { render("line1\n{{ u.attr }}"); }, {"line 2", "'u' is undefined"});
   expect_error<InvalidArgumentError>([] { render("{{ u + 1 }}"); }, {"'u' is undefined"});
@@ -149,18 +156,20 @@ TEST(JinjaStatements, LoopVariables) {
   EXPECT_EQ(render("{% for x in 'abc' %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}"
                    "{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}"),
             "1032TrueFalse3;2121FalseFalse3;3210FalseTrue3;");
-  EXPECT_EQ(render("{% for x in [1,2,3] %}{{ loop.previtem }}-{{ loop.nextitem }}{{ loop.cycle('a','b') }};{% endfor %}"),
-            "-2a;1-3b;2-a;");
+  EXPECT_EQ(
+      render("{% for x in [1,2,3] %}{{ loop.previtem }}-{{ loop.nextitem }}{{ loop.cycle('a','b') }};{% endfor %}"),
+      "-2a;1-3b;2-a;");
   EXPECT_EQ(render("{% for o in [1,2] %}{% for i in [3,4] %}{{ loop.index }}{% endfor %}{{ loop.index }}{% endfor %}"),
             "121122");
 }
 
 TEST(JinjaStatements, LoopForms) {
   const ordered_json ctx = {{"d", {{"y", 1}, {"x", 2}}}};
-  EXPECT_EQ(render("{% for k in d %}{{ k }}{% endfor %}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|"
-                   "{% for k, v in d|items %}{{ k }}{{ v }}{% endfor %}|{% for (a, b) in [[1, 2]] %}{{ a + b }}{% endfor %}",
-                   ctx),
-            "yx|y=1;x=2;|y1x2|3");
+  EXPECT_EQ(
+      render("{% for k in d %}{{ k }}{% endfor %}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|"
+             "{% for k, v in d|items %}{{ k }}{{ v }}{% endfor %}|{% for (a, b) in [[1, 2]] %}{{ a + b }}{% endfor %}",
+             ctx),
+      "yx|y=1;x=2;|y1x2|3");
   EXPECT_EQ(render("{% for x in [1,2,3] if x > 1 %}{{ loop.index }}/{{ loop.length }} {% else %}none{% endfor %}"),
             "1/2 2/2 ");
   EXPECT_EQ(render("{% for x in [] %}{{ x }}{% else %}none{% endfor %}"), "none");
@@ -193,14 +202,17 @@ TEST(JinjaStatements, Macros) {
   EXPECT_EQ(render("{% macro f(a, b=2) %}{{ a }}-{{ b }}-{{ g }}{% endmacro %}{% set g = 7 %}"
                    "{{ f(1) }}|{{ f(1, b=3) }}|{{ f(b=4, a=5) }}"),
             "1-2-7|1-3-7|5-4-7");
-  EXPECT_EQ(render("{% macro rec(n) %}{% if n > 0 %}{{ n }}{{ rec(n - 1) }}{% endif %}{% endmacro %}{{ rec(3) }}"), "321");
+  EXPECT_EQ(render("{% macro rec(n) %}{% if n > 0 %}{{ n }}{{ rec(n - 1) }}{% endif %}{% endmacro %}{{ rec(3) }}"),
+            "321");
   expect_error<InvalidArgumentError>([] { render("{% macro f(a) %}{% endmacro %}{{ f(1, 2) }}"); }, {"macro 'f'"});
-  expect_error<InvalidArgumentError>([] { render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); }, {"recursed deeper"});
+  expect_error<InvalidArgumentError>([] { render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}"); },
+                                     {"recursed deeper"});
 }
 
 TEST(JinjaStatements, FilterBlockAndGeneration) {
-  EXPECT_EQ(render("{% filter upper %}hi {{ 'x' }}{% endfilter %}|{% filter replace('a', 'b')|upper %}aa{% endfilter %}"),
-            "HI X|BB");
+  EXPECT_EQ(
+      render("{% filter upper %}hi {{ 'x' }}{% endfilter %}|{% filter replace('a', 'b')|upper %}aa{% endfilter %}"),
+      "HI X|BB");
   EXPECT_EQ(render("{% generation %}kept{% endgeneration %}"), "kept");
 }
 
@@ -217,7 +229,8 @@ TEST(JinjaMethods, Split) {
 
 TEST(JinjaMethods, StripFamily) {
   EXPECT_EQ(render("[{{ '  x  '.strip() }}][{{ 'xxhixx'.strip('x') }}][{{ '\\n\\nhi\\n'.lstrip('\\n') }}]"
-                   "[{{ 'ab  '.rstrip() }}][{{ '\xC3\xA9" "a\xC3\xA9'.strip('\xC3\xA9') }}]"),
+                   "[{{ 'ab  '.rstrip() }}][{{ '\xC3\xA9"
+                   "a\xC3\xA9'.strip('\xC3\xA9') }}]"),
             "[x][hi][hi\n][ab][a]");
 }
 
@@ -227,19 +240,24 @@ TEST(JinjaMethods, PredicatesAndTransforms) {
             "True True True True");
   EXPECT_EQ(render("{{ 'aaa'.replace('a', 'b') }} {{ 'aaa'.replace('a', 'b', 2) }} {{ 'ab'.replace('', '-') }}"),
             "bbb bba -a-b-");
-  EXPECT_EQ(render("{{ 'Hi There'.upper() }} {{ 'Hi There'.lower() }} {{ \"hello world's\".title() }} {{ 'hELLO'.capitalize() }}"),
+  EXPECT_EQ(render("{{ 'Hi There'.upper() }} {{ 'Hi There'.lower() }} {{ \"hello world's\".title() }} {{ "
+                   "'hELLO'.capitalize() }}"),
             "HI THERE hi there Hello World'S Hello");
-  EXPECT_EQ(render("{{ 'hello'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'hello'.find('z') }} {{ 'h\xC3\xA9llo'.find('l') }} "
-                   "{{ 'hello'.count('l') }} {{ ', '.join(['a', 'b']) }}"),
-            "2 3 -1 2 2 a, b");
-  EXPECT_EQ(render("{{ '{} and {}'.format(1, 'b') }} {{ '{0}{1}{0}'.format('x', 'y') }} {{ '{name}!'.format(name='n') }}"),
-            "1 and b xyx n!");
+  EXPECT_EQ(
+      render("{{ 'hello'.find('l') }} {{ 'hello'.rfind('l') }} {{ 'hello'.find('z') }} {{ 'h\xC3\xA9llo'.find('l') }} "
+             "{{ 'hello'.count('l') }} {{ ', '.join(['a', 'b']) }}"),
+      "2 3 -1 2 2 a, b");
+  EXPECT_EQ(
+      render("{{ '{} and {}'.format(1, 'b') }} {{ '{0}{1}{0}'.format('x', 'y') }} {{ '{name}!'.format(name='n') }}"),
+      "1 and b xyx n!");
   EXPECT_EQ(render("{{ '%s=%d %.2f %r|%-3s|%03d %%' % ('a', 3, 2.5, 'q', 'l', 7) }}"), "a=3 2.50 'q'|l  |007 %");
 }
 
 TEST(JinjaMethods, DictMethods) {
   const ordered_json ctx = {{"d", {{"b", 1}, {"a", 2}}}};
-  EXPECT_EQ(render("{{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }} {{ d.get('a') }} {{ d.get('z') }} {{ d.get('z', 0) }}", ctx),
+  EXPECT_EQ(render("{{ d.keys()|list }} {{ d.values()|list }} {{ d.items()|list }} {{ d.get('a') }} {{ d.get('z') }} "
+                   "{{ d.get('z', 0) }}",
+                   ctx),
             "['b', 'a'] [1, 2] [('b', 1), ('a', 2)] 2 None 0");
 }
 
@@ -248,10 +266,11 @@ TEST(JinjaMethods, DictMethods) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(JinjaTests, TypeTests) {
-  EXPECT_EQ(render("{{ 's' is string }} {{ 1 is string }} {{ none is none }} {{ {} is mapping }} {{ [] is mapping }} "
-                   "{{ 'x' is iterable }} {{ 1 is iterable }} {{ 1.5 is number }} {{ true is number }} {{ true is integer }} "
-                   "{{ 1.5 is float }} {{ [1] is sequence }} {{ range is callable }}"),
-            "True False True True False True False True True False True True True");
+  EXPECT_EQ(
+      render("{{ 's' is string }} {{ 1 is string }} {{ none is none }} {{ {} is mapping }} {{ [] is mapping }} "
+             "{{ 'x' is iterable }} {{ 1 is iterable }} {{ 1.5 is number }} {{ true is number }} {{ true is integer }} "
+             "{{ 1.5 is float }} {{ [1] is sequence }} {{ range is callable }}"),
+      "True False True True False True False True True False True True True");
   EXPECT_EQ(render("{{ x is not none }} {{ x is defined }} {{ y is not defined }} {{ false is false }} {{ 1 is true }}",
                    {{"x", 1}}),
             "True True True True False");
@@ -269,14 +288,19 @@ TEST(JinjaTests, ValueTests) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(JinjaFilters, ToJsonMatchesPythonJsonDumps) {
-  const ordered_json ctx = {{"x", {{"b", "\xC3\xA9\"\n\t\x01/"}, {"a", {1, 2.0, 1e100, -0.5, true, nullptr}}, {"e", ordered_json::object()}}}};
+  const ordered_json ctx = {
+      {"x",
+       {{"b", "\xC3\xA9\"\n\t\x01/"}, {"a", {1, 2.0, 1e100, -0.5, true, nullptr}}, {"e", ordered_json::object()}}}};
   // ensure_ascii=False, ", " and ": " separators, insertion order kept.
   EXPECT_EQ(render("{{ x|tojson }}", ctx),
             "{\"b\": \"\xC3\xA9\\\"\\n\\t\\u0001/\", \"a\": [1, 2.0, 1e+100, -0.5, true, null], \"e\": {}}");
-  EXPECT_EQ(render("{{ x|tojson(indent=2) }}", ctx),
-            "{\n  \"b\": \"\xC3\xA9\\\"\\n\\t\\u0001/\",\n  \"a\": [\n    1,\n    2.0,\n    1e+100,\n    -0.5,\n    true,\n"
-            "    null\n  ],\n  \"e\": {}\n}");
-  EXPECT_EQ(render("{{ x.a|tojson(separators=(',', ':')) }} {{ x.e|tojson(sort_keys=true) }} {{ x.b|tojson(ensure_ascii=true) }}", ctx),
+  EXPECT_EQ(
+      render("{{ x|tojson(indent=2) }}", ctx),
+      "{\n  \"b\": \"\xC3\xA9\\\"\\n\\t\\u0001/\",\n  \"a\": [\n    1,\n    2.0,\n    1e+100,\n    -0.5,\n    true,\n"
+      "    null\n  ],\n  \"e\": {}\n}");
+  EXPECT_EQ(render("{{ x.a|tojson(separators=(',', ':')) }} {{ x.e|tojson(sort_keys=true) }} {{ "
+                   "x.b|tojson(ensure_ascii=true) }}",
+                   ctx),
             "[1,2.0,1e+100,-0.5,true,null] {} \"\\u00e9\\\"\\n\\t\\u0001/\"");
   EXPECT_EQ(render("{{ {'b': 1, 'a': 2}|tojson(sort_keys=true) }}"), "{\"a\": 2, \"b\": 1}");
   expect_error<InvalidArgumentError>([] { render("{{ u|tojson }}"); }, {"not JSON serializable"});
@@ -289,20 +313,28 @@ TEST(JinjaFilters, KeyOrderDependsOnJsonType) {
 }
 
 TEST(JinjaFilters, Basics) {
-  EXPECT_EQ(render("{{ [1,2,3]|length }} {{ 'abc'|count }} {{ {'a': 1}|length }} [{{ '  x '|trim }}] {{ 'xxyxx'|trim('x') }}"),
-            "3 3 1 [x] y");
-  EXPECT_EQ(render("{{ u|default('d') }} {{ none|default('d') }} {{ ''|default('d', true) }} {{ ''|d('e', boolean=true) }}"),
-            "d None d e");
+  EXPECT_EQ(
+      render(
+          "{{ [1,2,3]|length }} {{ 'abc'|count }} {{ {'a': 1}|length }} [{{ '  x '|trim }}] {{ 'xxyxx'|trim('x') }}"),
+      "3 3 1 [x] y");
+  EXPECT_EQ(
+      render("{{ u|default('d') }} {{ none|default('d') }} {{ ''|default('d', true) }} {{ ''|d('e', boolean=true) }}"),
+      "d None d e");
   EXPECT_EQ(render("{{ [1,2]|first }} {{ 'abc'|last }} {{ {'a': 1}|first }} [{{ []|first }}]"), "1 c a []");
   EXPECT_EQ(render("{{ [1,2,3]|join('-') }} {{ [1,2]|join }} {{ [{'n': 'a'}, {'n': 'b'}]|join(',', attribute='n') }}"),
             "1-2-3 12 a,b");
-  EXPECT_EQ(render("{{ 3.7|int }} {{ '42'|int }} {{ '4.5'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 'ff'|int(base=16) }} "
-                   "{{ 3|float }} {{ '2.5'|float }}"),
-            "3 42 4 0 7 255 3.0 2.5");
-  EXPECT_EQ(render("{{ 'abc'|list }} {{ {'a': 1}|list }} {{ 'x'|string }} {{ [1]|string }} {{ 'Hi'|lower }} {{ 'Hi'|upper }}"),
-            "['a', 'b', 'c'] ['a'] x [1] hi HI");
-  EXPECT_EQ(render("{{ 'hello world'|capitalize }} {{ \"hello world-foo(bar) x's\"|title }} {{ '<b>'|safe }} {{ '<a&\"'|e }}"),
-            "Hello world Hello World-Foo(Bar) X's <b> &lt;a&amp;&#34;");
+  EXPECT_EQ(
+      render("{{ 3.7|int }} {{ '42'|int }} {{ '4.5'|int }} {{ 'x'|int }} {{ 'x'|int(7) }} {{ 'ff'|int(base=16) }} "
+             "{{ 3|float }} {{ '2.5'|float }}"),
+      "3 42 4 0 7 255 3.0 2.5");
+  EXPECT_EQ(
+      render(
+          "{{ 'abc'|list }} {{ {'a': 1}|list }} {{ 'x'|string }} {{ [1]|string }} {{ 'Hi'|lower }} {{ 'Hi'|upper }}"),
+      "['a', 'b', 'c'] ['a'] x [1] hi HI");
+  EXPECT_EQ(
+      render(
+          "{{ 'hello world'|capitalize }} {{ \"hello world-foo(bar) x's\"|title }} {{ '<b>'|safe }} {{ '<a&\"'|e }}"),
+      "Hello world Hello World-Foo(Bar) X's <b> &lt;a&amp;&#34;");
   EXPECT_EQ(render("{{ {'b': 1, 'a': 2}|items|list }} {{ {'b': 1, 'a': 2}|dictsort }} {{ (1, 2)|list }}"),
             "[('b', 1), ('a', 2)] [('a', 2), ('b', 1)] [1, 2]");
 }
@@ -311,26 +343,29 @@ TEST(JinjaFilters, Collections) {
   EXPECT_EQ(render("{{ [{'n': 'a'}, {'n': 'b'}, {}]|map(attribute='n')|list }} {{ ['a', 'B']|map('upper')|list }} "
                    "{{ ['1', '2']|map('int')|sum }}"),
             "['a', 'b', Undefined] ['A', 'B'] 3");
-  EXPECT_EQ(render("{{ [{'n': 1}, {'n': 0}]|selectattr('n')|list }} {{ [{'n': 1}, {'n': 0}]|rejectattr('n')|list }} "
-                   "{{ [1,2,3,4]|select('even')|list }} {{ [1,2,3,4]|reject('odd')|list }} {{ [0, 1, '', 2]|select|list }}"),
-            "[{'n': 1}] [{'n': 0}] [2, 4] [2, 4] [1, 2]");
+  EXPECT_EQ(
+      render("{{ [{'n': 1}, {'n': 0}]|selectattr('n')|list }} {{ [{'n': 1}, {'n': 0}]|rejectattr('n')|list }} "
+             "{{ [1,2,3,4]|select('even')|list }} {{ [1,2,3,4]|reject('odd')|list }} {{ [0, 1, '', 2]|select|list }}"),
+      "[{'n': 1}] [{'n': 0}] [2, 4] [2, 4] [1, 2]");
   EXPECT_EQ(render("{{ [{'r': 'a'}, {'r': 'b'}, {'r': 'a'}]|selectattr('r', 'equalto', 'a')|list|length }} "
                    "{{ [1, 5, 10]|select('>', 3)|list }}"),
             "2 [5, 10]");
   EXPECT_EQ(render("{{ [3,1,2]|sort }} {{ ['b', 'A', 'c']|sort }} {{ [3,1,2]|sort(reverse=true) }} "
                    "{{ [{'a': 2}, {'a': 1}]|sort(attribute='a') }} {{ [1,2,2,'a','A']|unique|list }}"),
             "[1, 2, 3] ['A', 'b', 'c'] [3, 2, 1] [{'a': 1}, {'a': 2}] [1, 2, 'a']");
-  EXPECT_EQ(render("{{ [3,1,2]|min }} {{ [3,1,2]|max }} {{ [1,2,3]|sum }} {{ [{'v': 1}, {'v': 2}]|sum(attribute='v') }} "
-                   "{{ 'abc'|reverse }} {{ [1,2]|reverse|list }}"),
-            "1 3 6 3 cba [2, 1]");
+  EXPECT_EQ(
+      render("{{ [3,1,2]|min }} {{ [3,1,2]|max }} {{ [1,2,3]|sum }} {{ [{'v': 1}, {'v': 2}]|sum(attribute='v') }} "
+             "{{ 'abc'|reverse }} {{ [1,2]|reverse|list }}"),
+      "1 3 6 3 cba [2, 1]");
 }
 
 TEST(JinjaFilters, NumbersAndText) {
   EXPECT_EQ(render("{{ 2.5|round }} {{ 3.5|round }} {{ 3|round }} {{ 2.567|round(2) }} {{ 2.1|round(0, 'ceil') }} "
                    "{{ -3|abs }} {{ (-2.5)|abs }}"),
             "2.0 4.0 3 2.57 3.0 3 2.5");
-  EXPECT_EQ(render("{{ 'a\\nb'|indent(2) }}|{{ 'a\\nb\\n\\nc'|indent(2, true) }}|{{ 'a\\n\\nb'|indent(2, blank=true) }}"),
-            "a\n  b|  a\n  b\n\n  c|a\n  \n  b");
+  EXPECT_EQ(
+      render("{{ 'a\\nb'|indent(2) }}|{{ 'a\\nb\\n\\nc'|indent(2, true) }}|{{ 'a\\n\\nb'|indent(2, blank=true) }}"),
+      "a\n  b|  a\n  b\n\n  c|a\n  \n  b");
   EXPECT_EQ(render("{{ 'aaa'|replace('a', 'b', 1) }} {{ '%s-%s'|format(1, 'x') }}"), "baa 1-x");
 }
 
@@ -365,7 +400,8 @@ TEST(JinjaErrors, UnsupportedConstructsAtParse) {
 }
 
 TEST(JinjaErrors, SyntaxErrors) {
-  expect_error<FormatError>([] { Template::parse("{% for x in y %}\n{% if x %}\n"); }, {"line 2", "never closed", "endif"});
+  expect_error<FormatError>([] { Template::parse("{% for x in y %}\n{% if x %}\n"); },
+                            {"line 2", "never closed", "endif"});
   expect_error<FormatError>([] { Template::parse("{% endif %}"); }, {"unexpected '{% endif %}'"});
   expect_error<FormatError>([] { Template::parse("{{ 1 + }}"); }, {"expected an expression"});
   expect_error<FormatError>([] { Template::parse("{{ 'abc }}"); }, {"unterminated string"});
@@ -374,12 +410,14 @@ TEST(JinjaErrors, SyntaxErrors) {
 }
 
 TEST(JinjaErrors, HostileInputFailsCleanly) {
-  expect_error<FormatError>([] { Template::parse("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"); },
-                            {"nested too deeply"});
+  expect_error<FormatError>(
+      [] { Template::parse("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}"); },
+      {"nested too deeply"});
   ordered_json deep = 1;
   for (int i = 0; i < 2000; ++i) deep = ordered_json::array({deep});
   expect_error<InvalidArgumentError>([&] { render("{{ d }}", {{"d", deep}}); }, {"nested deeper"});
-  expect_error<InvalidArgumentError>([] { Template::parse("x").render(ordered_json::array()); }, {"must be a JSON object"});
+  expect_error<InvalidArgumentError>([] { Template::parse("x").render(ordered_json::array()); },
+                                     {"must be a JSON object"});
   EXPECT_EQ(Template::parse("x{{ a }}").render(ordered_json()), "x");
 }
 

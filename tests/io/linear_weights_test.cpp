@@ -41,11 +41,14 @@ class LinearWeights : public ::testing::Test {
       decls.push_back(d);
       data[d.name] = t;
     }
-    write_sharded_safetensors(dir_.string(), decls, 0, [&](const TensorDecl& d, SafetensorsWriter& w) { w.write(data[d.name].raw(), d.nbytes()); });
+    write_sharded_safetensors(dir_.string(), decls, 0, [&](const TensorDecl& d, SafetensorsWriter& w) {
+      w.write(data[d.name].raw(), d.nbytes());
+    });
   }
 
   // Writes layer "layer" in format `o` from W, returns the store.
-  std::unique_ptr<WeightStore> write_layer(const QuantFormatOptions& o, const std::vector<float>& w, int64_t out, int64_t in) {
+  std::unique_ptr<WeightStore> write_layer(const QuantFormatOptions& o, const std::vector<float>& w, int64_t out,
+                                           int64_t in) {
     const auto decls = quantized_linear_decls(o, "layer", out, in);
     const auto tensors = quantize_linear(o, w.data(), out, in);
     std::vector<std::pair<TensorDecl, Tensor>> items;
@@ -254,7 +257,8 @@ TEST_F(LinearWeights, MalformedCompressedTensorsAndFp8) {
     o.block_n = o.block_k = 16;
     Tensor codes = Tensor::empty(DType::I8, {16, 32});
     Tensor scales = Tensor::empty(DType::F32, {1, 2});
-    write({{TensorDecl{"layer.weight", DType::I8, {16, 32}}, codes}, {TensorDecl{"layer.weight_scale_inv", DType::F32, {1, 2}}, scales}},
+    write({{TensorDecl{"layer.weight", DType::I8, {16, 32}}, codes},
+           {TensorDecl{"layer.weight_scale_inv", DType::F32, {1, 2}}, scales}},
           quantization_config_json(o, {}));
     const std::string e = load_error(16, 32);
     EXPECT_NE(e.find("'layer.weight'"), std::string::npos) << e;
@@ -264,7 +268,8 @@ TEST_F(LinearWeights, MalformedCompressedTensorsAndFp8) {
     Tensor codes = Tensor::empty(DType::F8E4M3, {16, 32});
     Tensor scales = Tensor::empty(DType::F32, {2, 2});
     std::fill_n(scales.data<float>(), 4, 1.0f);
-    write({{TensorDecl{"layer.weight", DType::F8E4M3, {16, 32}}, codes}, {TensorDecl{"layer.weight_scale_inv", DType::F32, {2, 2}}, scales}},
+    write({{TensorDecl{"layer.weight", DType::F8E4M3, {16, 32}}, codes},
+           {TensorDecl{"layer.weight_scale_inv", DType::F32, {2, 2}}, scales}},
           quantization_config_json(o, {}));
     const std::string e = load_error(16, 32);
     EXPECT_NE(e.find("'layer.weight_scale_inv'"), std::string::npos) << e;

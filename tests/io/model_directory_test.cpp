@@ -3,8 +3,8 @@
 #include "io/model_directory.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <filesystem>
@@ -39,8 +39,12 @@ class ScratchDir {
   }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
-  void write(std::string_view name, const std::string& text) const { std::ofstream(path_ / name, std::ios::binary) << text; }
-  void copy_from(const std::string& dir, std::string_view name) const { fs::copy_file(fs::path(dir) / name, path_ / name); }
+  void write(std::string_view name, const std::string& text) const {
+    std::ofstream(path_ / name, std::ios::binary) << text;
+  }
+  void copy_from(const std::string& dir, std::string_view name) const {
+    fs::copy_file(fs::path(dir) / name, path_ / name);
+  }
   std::string str() const { return path_.string(); }
 
  private:
@@ -88,8 +92,7 @@ TEST(ModelDirectory, AnEmptyDirectoryReadsAndEachParserNamesWhatIsMissing) {
   EXPECT_NE(config_err.find("cannot read " + d.config.path), std::string::npos) << config_err;
   EXPECT_NE(config_err.find("Hugging Face model directory"), std::string::npos) << config_err;
   EXPECT_EQ(error_of([&] { Tokenizer::from_model_directory(d); }), "no tokenizer.json in " + tmp.str());
-  EXPECT_EQ(error_of([&] { WeightStore{d}; }),
-            "no model.safetensors or model.safetensors.index.json in " + tmp.str());
+  EXPECT_EQ(error_of([&] { WeightStore{d}; }), "no model.safetensors or model.safetensors.index.json in " + tmp.str());
   const std::string template_err = error_of([&] { ChatTemplate::from_model_directory(d); });
   EXPECT_NE(template_err.find("no chat template in " + tmp.str()), std::string::npos) << template_err;
   // No generation_config.json: the config's eos ids and no sampling defaults.
@@ -104,7 +107,8 @@ TEST(ModelDirectory, ANonexistentDirectoryFailsWhereTheModelIsLoaded) {
 
 TEST(ModelDirectory, TheTemplateFileWinsOverTheTokenizerConfigField) {
   ScratchDir tmp;
-  tmp.write(model_file::kTokenizerConfig, R"({"chat_template": "field:{{ messages[0].content }}", "eos_token": "<e>"})");
+  tmp.write(model_file::kTokenizerConfig,
+            R"({"chat_template": "field:{{ messages[0].content }}", "eos_token": "<e>"})");
   {
     const ModelDirectory d = ModelDirectory::read(tmp.str());
     EXPECT_TRUE(d.tokenizer_config.exists());
@@ -147,7 +151,8 @@ TEST(ModelDirectory, MalformedFilesAreNamedByTheParserThatReadsThem) {
 TEST(ModelDirectory, ATokenizerOnlyDirectoryServesTheTextFrontEnd) {
   const std::string src = test::data_dir() + "/tokenizer/qwen3";
   ScratchDir tmp;
-  for (auto name : {model_file::kTokenizer, model_file::kTokenizerConfig, model_file::kChatTemplate}) tmp.copy_from(src, name);
+  for (auto name : {model_file::kTokenizer, model_file::kTokenizerConfig, model_file::kChatTemplate})
+    tmp.copy_from(src, name);
   const ModelDirectory d = ModelDirectory::read(tmp.str());
   EXPECT_FALSE(d.config.exists());
   EXPECT_EQ(Tokenizer::from_model_directory(d).encode("hello world"),

@@ -15,7 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string write_npy(const std::string& name, const std::string& header, size_t data_bytes) {
-  const std::string path = (fs::temp_directory_path() / ("opchain-npy-" + std::to_string(::getpid()) + "-" + name)).string();
+  const std::string path =
+      (fs::temp_directory_path() / ("opchain-npy-" + std::to_string(::getpid()) + "-" + name)).string();
   std::ofstream out(path, std::ios::binary);
   out.write("\x93NUMPY\x01\x00", 8);
   const auto len = static_cast<uint16_t>(header.size());
@@ -47,12 +48,14 @@ TEST(Npy, RoundTrip) {
 // The shape was multiplied out and allocated before the data was looked at: a 100-byte file could
 // ask for any amount of memory (or a wrapped product, or std::stoll's out_of_range).
 TEST(Npy, ShapeIsCheckedAgainstTheFileBeforeAllocating) {
-  const std::string big = write_npy("big", "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 1000000), }", 16);
+  const std::string big =
+      write_npy("big", "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 1000000), }", 16);
   EXPECT_NE(error_of(big).find("needs more data than the file's 16 bytes"), std::string::npos) << error_of(big);
   const std::string wrap =
       write_npy("wrap", "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }", 0);
   EXPECT_NE(error_of(wrap).find("needs more data"), std::string::npos) << error_of(wrap);
-  const std::string huge = write_npy("huge", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 0);
+  const std::string huge =
+      write_npy("huge", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }", 0);
   EXPECT_NE(error_of(huge).find("is not a tuple of sizes"), std::string::npos) << error_of(huge);
   const std::string neg = write_npy("neg", "{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", 0);
   EXPECT_NE(error_of(neg).find("is not a tuple of sizes"), std::string::npos) << error_of(neg);

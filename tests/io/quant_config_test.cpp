@@ -9,7 +9,9 @@
 namespace opchain {
 namespace {
 
-QuantConfig parse(const std::string& q) { return parse_quant_config("{\"quantization_config\": " + q + "}", "m/config.json"); }
+QuantConfig parse(const std::string& q) {
+  return parse_quant_config("{\"quantization_config\": " + q + "}", "m/config.json");
+}
 
 void expect_error(const std::string& q, const std::string& fragment) {
   try {
@@ -27,7 +29,8 @@ TEST(QuantConfig, AbsentOrNullIsUnquantised) {
 }
 
 TEST(QuantConfig, Fp8BlockAndPerTensor) {
-  QuantConfig c = parse(R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 64],
+  QuantConfig c =
+      parse(R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 64],
                             "modules_to_not_convert": ["lm_head", "model.layers.0.mlp.gate"]})");
   EXPECT_EQ(c.method, QuantMethod::Fp8);
   EXPECT_EQ(c.block_n, 128);
@@ -71,7 +74,8 @@ TEST(QuantConfig, GptqErrors) {
 }
 
 TEST(QuantConfig, AwqGemmAndItsSubstringExclusions) {
-  QuantConfig c = parse(R"({"quant_method": "awq", "w_bit": 4, "q_group_size": 64, "zero_point": true, "version": "GEMM",
+  QuantConfig c =
+      parse(R"({"quant_method": "awq", "w_bit": 4, "q_group_size": 64, "zero_point": true, "version": "GEMM",
                             "modules_to_not_convert": ["visual"]})");
   EXPECT_EQ(c.method, QuantMethod::Awq);
   EXPECT_EQ(c.group_size, 64);
@@ -91,7 +95,8 @@ TEST(QuantConfig, CompressedTensorsSchemesTargetsAndIgnore) {
   EXPECT_EQ(c.schemes[0].format, "pack-quantized");  // the global format when a group names none
   EXPECT_TRUE(c.excludes("lm_head"));
   EXPECT_TRUE(c.excludes("model.layers.0.mlp.gate"));
-  EXPECT_FALSE(c.excludes("model.layers.0.mlp.gate_proj"));  // re.match: anchored at the start, and the $ is the pattern's
+  EXPECT_FALSE(
+      c.excludes("model.layers.0.mlp.gate_proj"));  // re.match: anchored at the start, and the $ is the pattern's
   EXPECT_NE(c.scheme_for("model.layers.0.self_attn.q_proj"), nullptr);
 }
 
@@ -111,17 +116,23 @@ TEST(QuantConfig, CompressedTensorsW8A8AndFp8) {
 }
 
 TEST(QuantConfig, CompressedTensorsErrors) {
-  const std::string head = R"({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": {"targets": ["Linear"], )";
+  const std::string head =
+      R"({"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": {"targets": ["Linear"], )";
   expect_error(head + R"("weights": {"num_bits": 8, "type": "int", "strategy": "channel"},
       "input_activations": {"num_bits": 8, "type": "int", "strategy": "tensor", "dynamic": false}}}})",
                "static input activations");
   expect_error(head + R"("weights": {"num_bits": 2, "type": "int", "strategy": "channel"}}}})", "2-bit int");
-  expect_error(head + R"("weights": {"num_bits": 8, "type": "int", "strategy": "group", "group_size": 128}}}})", "strategy 'group'");
-  expect_error(R"({"quant_method": "compressed-tensors", "format": "marlin-24", "config_groups": {"g": {"targets": ["Linear"],
-      "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}})", "marlin-24");
+  expect_error(head + R"("weights": {"num_bits": 8, "type": "int", "strategy": "group", "group_size": 128}}}})",
+               "strategy 'group'");
+  expect_error(
+      R"({"quant_method": "compressed-tensors", "format": "marlin-24", "config_groups": {"g": {"targets": ["Linear"],
+      "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}})",
+      "marlin-24");
   expect_error(R"({"quant_method": "compressed-tensors", "config_groups": {}})", "'config_groups'");
-  expect_error(R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"targets": ["re:(["],
-      "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}})", "invalid regex");
+  expect_error(
+      R"({"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"g": {"targets": ["re:(["],
+      "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}})",
+      "invalid regex");
 }
 
 TEST(QuantConfig, UnknownMethodAndMalformedJson) {

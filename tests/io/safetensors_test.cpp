@@ -81,7 +81,8 @@ TEST_F(SafetensorsMalformed, SizeDisagreesWithShape) {
 
 TEST_F(SafetensorsMalformed, OverlappingTensors) {
   const auto path = write(
-      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12);
+      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+      12);
   EXPECT_NE(error_of(path).find("overlap"), std::string::npos) << error_of(path);
 }
 
@@ -155,9 +156,7 @@ TEST(WeightStore, ShapeDtypeAndMissingTensorErrorsNameFileAndTensor) {
   EXPECT_GT(w.total_bytes(), 0u);
 }
 
-TEST(WeightStore, NoWeightsInDirectory) {
-  EXPECT_THROW(WeightStore(test::data_dir() + "/tokenizer"), FormatError);
-}
+TEST(WeightStore, NoWeightsInDirectory) { EXPECT_THROW(WeightStore(test::data_dir() + "/tokenizer"), FormatError); }
 
 }  // namespace
 }  // namespace opchain

@@ -150,7 +150,8 @@ TEST(SafetensorsWriter, SingleFileWhenUnderTheShardLimit) {
 TEST(SafetensorsWriter, ShardsWithIndexLoadedByWeightStore) {
   TempDir dir("st-sharded");
   std::vector<TensorDecl> decls;
-  for (int i = 0; i < 10; ++i) decls.push_back({"layer." + std::to_string(i) + ".weight", DType::BF16, {16, 8}});  // 256 B each
+  for (int i = 0; i < 10; ++i)
+    decls.push_back({"layer." + std::to_string(i) + ".weight", DType::BF16, {16, 8}});  // 256 B each
   decls.push_back({"big.weight", DType::F32, {64, 8}});  // 2 KiB: over the limit, a shard of its own
   const auto r = write_sharded_safetensors(dir.path.string(), decls, 600, fill_pattern);
   ASSERT_GT(r.files.size(), 2u);

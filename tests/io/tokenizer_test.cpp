@@ -97,8 +97,8 @@ TEST(TokenizerGolden, Qwen3EncodeMatchesAllCases) {
     }
     size_t k = 0;
     while (k < ids.size() && k < c.ids.size() && ids[k] == c.ids[k]) ++k;
-    ADD_FAILURE() << "case " << i << " " << show(c.text) << "\n  got      " << show_ids(ids)
-                  << "\n  expected " << show_ids(c.ids) << "\n  first difference at index " << k;
+    ADD_FAILURE() << "case " << i << " " << show(c.text) << "\n  got      " << show_ids(ids) << "\n  expected "
+                  << show_ids(c.ids) << "\n  first difference at index " << k;
   }
   EXPECT_EQ(passed, golden().size());
 }
@@ -200,11 +200,15 @@ TEST(Tokenizer, LossyUtf8FollowsMaximalSubpartRule) {
   };
   const std::string r = "\xEF\xBF\xBD";
   EXPECT_EQ(lossy("abc"), "abc");
-  EXPECT_EQ(lossy("a\xFF" "b"), "a" + r + "b");
-  EXPECT_EQ(lossy("\xF0\x9F\x98"), r);            // truncated 4-byte sequence
-  EXPECT_EQ(lossy("\xC0\xAF"), r + r);            // overlong lead byte
-  EXPECT_EQ(lossy("\xED\xA0\x80"), r + r + r);    // surrogate
-  EXPECT_EQ(lossy("\xE2\x82" "A"), r + "A");      // truncated then ASCII
+  EXPECT_EQ(lossy("a\xFF"
+                  "b"),
+            "a" + r + "b");
+  EXPECT_EQ(lossy("\xF0\x9F\x98"), r);          // truncated 4-byte sequence
+  EXPECT_EQ(lossy("\xC0\xAF"), r + r);          // overlong lead byte
+  EXPECT_EQ(lossy("\xED\xA0\x80"), r + r + r);  // surrogate
+  EXPECT_EQ(lossy("\xE2\x82"
+                  "A"),
+            r + "A");                                   // truncated then ASCII
   EXPECT_EQ(lossy("\xF4\x90\x80\x80"), r + r + r + r);  // above U+10FFFF
   EXPECT_TRUE(td::is_valid_utf8("h\xC3\xA9llo \xF0\x9F\x98\x80"));
   EXPECT_FALSE(td::is_valid_utf8("abcdefgh\x80"));
@@ -212,7 +216,10 @@ TEST(Tokenizer, LossyUtf8FollowsMaximalSubpartRule) {
 
 TEST(Tokenizer, InvalidUtf8InputIsRepairedBeforeEncoding) {
   const Tokenizer& t = qwen3();
-  EXPECT_EQ(t.encode("ab\xFF" "cd"), t.encode("ab\xEF\xBF\xBD" "cd"));
+  EXPECT_EQ(t.encode("ab\xFF"
+                     "cd"),
+            t.encode("ab\xEF\xBF\xBD"
+                     "cd"));
 }
 
 TEST(Tokenizer, SpecialTokenMatchingCanBeDisabled) {
@@ -262,10 +269,11 @@ std::vector<std::string> pieces(const td::SplitPattern& p, std::string_view text
 // Random strings drawn from characters that sit on the pattern's class boundaries.
 std::vector<std::string> random_texts(size_t count) {
   const std::vector<char32_t> alphabet = {
-      'a', 'Z', 'x', 's', 'S', 't', 'r', 'e', 'v', 'l', 'L', 'm', 'd', 'D', '\'', ' ', ' ', ' ', '\t', '\n', '\n',
-      '\r', 0x0B, 0x0C, '0', '7', '!', '.', ',', '-', '_', '(', 0x85, 0xA0, 0x1680, 0x2000, 0x2028, 0x2029, 0x202F,
-      0x205F, 0x3000, 0xFEFF, 0x1C, 0x1F, 0x200B, 0x17F, 0xE9, 0x301, 0x4E2D, 0x3042, 0x0663, 0xBD, 0x2167, 0x1F600,
-      0x1F3FD, 0x200D, 0xFF11, 0x20000, 0x10FFFD, 0x00};
+      'a',    'Z',    'x',    's',    'S',    't',     'r',     'e',    'v',    'l',     'L',      'm',
+      'd',    'D',    '\'',   ' ',    ' ',    ' ',     '\t',    '\n',   '\n',   '\r',    0x0B,     0x0C,
+      '0',    '7',    '!',    '.',    ',',    '-',     '_',     '(',    0x85,   0xA0,    0x1680,   0x2000,
+      0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF,  0x1C,    0x1F,   0x200B, 0x17F,   0xE9,     0x301,
+      0x4E2D, 0x3042, 0x0663, 0xBD,   0x2167, 0x1F600, 0x1F3FD, 0x200D, 0xFF11, 0x20000, 0x10FFFD, 0x00};
   std::mt19937 rng(1234);
   std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1);
   std::uniform_int_distribution<size_t> length(0, 24);
@@ -321,7 +329,8 @@ TEST(TokenizerPreTokenizer, KnownSplits) {
   const auto llama = td::compile_regex(td::kLlama3Pattern, "test");
   const auto gpt2 = td::compile_regex(td::kGpt2Pattern, "test");
   using V = std::vector<std::string>;
-  EXPECT_EQ(pieces(*qwen, "I'M here  12345\n\n  x"), (V{"I", "'M", " here", " ", " ", "1", "2", "3", "4", "5", "\n\n", " ", " x"}));
+  EXPECT_EQ(pieces(*qwen, "I'M here  12345\n\n  x"),
+            (V{"I", "'M", " here", " ", " ", "1", "2", "3", "4", "5", "\n\n", " ", " x"}));
   EXPECT_EQ(pieces(*llama, "12345 abc"), (V{"123", "45", " abc"}));
   EXPECT_EQ(pieces(*gpt2, "I'M here  12345"), (V{"I", "'", "M", " here", " ", " 12345"}));
   EXPECT_EQ(pieces(*qwen, "a  "), (V{"a", "  "}));
@@ -485,7 +494,12 @@ TEST(TokenizerSynthetic, AddedTokenOptions) {
   json j = synthetic({{"a", "b"}});
   j["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array({{{"type", "NFC"}}})}};
   j["added_tokens"] = json::array({
-      {{"id", 1000}, {"content", "<mask>"}, {"special", true}, {"lstrip", true}, {"rstrip", true}, {"normalized", false}},
+      {{"id", 1000},
+       {"content", "<mask>"},
+       {"special", true},
+       {"lstrip", true},
+       {"rstrip", true},
+       {"normalized", false}},
       {{"id", 1001}, {"content", "<w>"}, {"special", false}, {"single_word", true}, {"normalized", false}},
       {{"id", 1002}, {"content", "\xC3\xA9t\xC3\xA9"}, {"special", false}, {"normalized", true}},  // "été"
       {{"id", 1003}, {"content", "<m>"}, {"special", true}, {"normalized", false}},
@@ -515,13 +529,11 @@ TEST(TokenizerSynthetic, SplitBehaviors) {
   // Merges make split points observable: "a-" and "-b" only merge inside one piece.
   auto make = [](const std::string& behavior, bool invert) {
     json j = synthetic({{"a", "-"}, {"-", "b"}, {"a", "b"}});
-    j["pre_tokenizer"] = {{"type", "Sequence"},
-                          {"pretokenizers",
-                           json::array({{{"type", "Split"},
-                                         {"pattern", {{"String", "-"}}},
-                                         {"behavior", behavior},
-                                         {"invert", invert}},
-                                        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
+    j["pre_tokenizer"] = {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         json::array({{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", invert}},
+                      {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}})}};
     return Tokenizer::from_json_text(j.dump(), "synthetic");
   };
   using V = std::vector<int32_t>;

@@ -53,7 +53,9 @@ TEST_P(GoldenModel, PrefillMatchesReference) { check_prefill(GetParam(), "ids.tx
 
 // The 160-token prompts cross KV block boundaries; trained-qwen3-moe ships no long reference.
 class GoldenLongModel : public GoldenModel {};
-TEST_P(GoldenLongModel, LongPrefillMatchesReference) { check_prefill(GetParam(), "ids_long.txt", "ref_logits_long.npy"); }
+TEST_P(GoldenLongModel, LongPrefillMatchesReference) {
+  check_prefill(GetParam(), "ids_long.txt", "ref_logits_long.npy");
+}
 
 // Prefill the first part, then decode one token at a time (and a multi-token chunk over a cached
 // prefix), crossing KV block boundaries: every step's logits equal the reference row.
@@ -75,7 +77,8 @@ TEST_P(GoldenModel, PrefixThenDecodeMatchesReference) {
   Tensor logits = runner.forward({&first, 1});
   EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data(), prefix * vocab), 1e-3f);
   // A chunk over a cached prefix exercises paged prefill attention.
-  SequenceStep chunk{std::span<const int32_t>(ids.data() + prefix, static_cast<size_t>(chunk_end - prefix)), prefix, blocks, true, slot};
+  SequenceStep chunk{std::span<const int32_t>(ids.data() + prefix, static_cast<size_t>(chunk_end - prefix)), prefix,
+                     blocks, true, slot};
   logits = runner.forward({&chunk, 1});
   EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + prefix * vocab, (chunk_end - prefix) * vocab), 1e-3f);
   for (int64_t t = chunk_end; t < n; ++t) {

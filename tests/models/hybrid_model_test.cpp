@@ -21,7 +21,8 @@ namespace {
 using test::max_abs_diff;
 using test::read_ids;
 
-const std::vector<std::string> kHybridModels = {"tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5-moe-vl", "tiny-qwen3_5"};
+const std::vector<std::string> kHybridModels = {"tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5-moe-vl",
+                                                "tiny-qwen3_5"};
 
 struct Case {
   std::string model, vendor;
@@ -60,8 +61,10 @@ TEST_P(HybridModel, PrefillInChunksEqualsOnePrefill) {
       const int64_t len = k < split.size() ? split[k] : n - past;
       SequenceStep s{std::span<const int32_t>(ids.data() + past, static_cast<size_t>(len)), past, blocks, true, slot};
       Tensor logits = runner.forward({&s, 1});
-      EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + past * vocab, len * vocab), 1e-3f) << "chunk " << k;
-      EXPECT_LE(max_abs_diff(logits.data<float>(), one_prefill.data() + past * vocab, len * vocab), 1e-4f) << "chunk " << k;
+      EXPECT_LE(max_abs_diff(logits.data<float>(), ref.data.data() + past * vocab, len * vocab), 1e-3f)
+          << "chunk " << k;
+      EXPECT_LE(max_abs_diff(logits.data<float>(), one_prefill.data() + past * vocab, len * vocab), 1e-4f)
+          << "chunk " << k;
       past += len;
     }
   }
@@ -164,8 +167,8 @@ std::vector<GenerationRequest> prompts_of(const std::string& model, int count, i
   return reqs;
 }
 
-std::vector<std::vector<int32_t>> run_engine(const LoadedModel& m, EngineConfig ec, const std::vector<GenerationRequest>& reqs,
-                                             EngineStats* stats = nullptr) {
+std::vector<std::vector<int32_t>> run_engine(const LoadedModel& m, EngineConfig ec,
+                                             const std::vector<GenerationRequest>& reqs, EngineStats* stats = nullptr) {
   LLMEngine engine(*m.model, m.device, nullptr, ec, {});
   std::vector<uint64_t> ids;
   for (const auto& r : reqs) ids.push_back(engine.add_request(r));
@@ -231,12 +234,14 @@ TEST_P(HybridEngine, StateMemoryIsCountedInTheBudget) {
   const EngineStats s = engine.stats();
   EXPECT_EQ(s.state_slots_total, 4);
   EXPECT_EQ(s.state_bytes, 4 * per_seq);
-  EXPECT_LE(s.kv_cache_bytes, ec.kv_cache_bytes + 2 * 4 * static_cast<size_t>(m.config.num_key_value_heads * m.config.head_dim *
-                                                                               ec.block_size * m.config.num_full_attention_layers()));
+  EXPECT_LE(s.kv_cache_bytes,
+            ec.kv_cache_bytes + 2 * 4 *
+                                    static_cast<size_t>(m.config.num_key_value_heads * m.config.head_dim *
+                                                        ec.block_size * m.config.num_full_attention_layers()));
 }
 
-INSTANTIATE_TEST_SUITE_P(HybridModels, HybridEngine, testing::Values("tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5"),
-                         model_name);
+INSTANTIATE_TEST_SUITE_P(HybridModels, HybridEngine,
+                         testing::Values("tiny-qwen3-next", "tiny-qwen3_5-moe", "tiny-qwen3_5"), model_name);
 
 TEST(HybridRunner, AStepWithoutAStateSlotIsAClearError) {
   LoadedModel m = load_model(test::model_dir("tiny-qwen3_5-moe"), "cpu");

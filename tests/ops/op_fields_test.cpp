@@ -51,8 +51,8 @@ void expect_schema_agrees(const OpInfo& info) {
   std::set<std::string> names;
   for (size_t i = 0; i < declared.size(); ++i) {
     EXPECT_EQ(declared[i].name, schema[i].name) << "field " << i;
-    EXPECT_EQ(declared[i].role, schema[i].role)
-        << declared[i].name << ": fields() says " << role_name(declared[i].role) << ", the schema " << role_name(schema[i].role);
+    EXPECT_EQ(declared[i].role, schema[i].role) << declared[i].name << ": fields() says " << role_name(declared[i].role)
+                                                << ", the schema " << role_name(schema[i].role);
     EXPECT_TRUE(declared[i].role_fits_type) << declared[i].name << " cannot be " << role_name(declared[i].role);
     EXPECT_TRUE(names.insert(declared[i].name).second) << "duplicate field " << declared[i].name;
   }
@@ -72,8 +72,10 @@ struct AnyMember {
 };
 template <class Args, class... A>
 constexpr size_t member_count() {
-  if constexpr (requires { Args{A{}..., AnyMember{}}; }) return member_count<Args, A..., AnyMember>();
-  else return sizeof...(A);
+  if constexpr (requires { Args{A{}..., AnyMember{}}; })
+    return member_count<Args, A..., AnyMember>();
+  else
+    return sizeof...(A);
 }
 template <class Args>
 void expect_every_member_listed(const OpInfo& info) {
@@ -89,7 +91,8 @@ TEST(OpFields, EveryMemberIsListed) {
 
 TEST(OpFields, TheSchemaParserReadsRolesAndRejectsNonsense) {
   const auto f = parse_schema_fields(
-      "op(f32 x[n,h], f32!? residual[n,h], W experts[e](gate[i,h], up[i,h]), int k, MoeMetadata meta) -> (f32 a[n], i32 b[n])");
+      "op(f32 x[n,h], f32!? residual[n,h], W experts[e](gate[i,h], up[i,h]), int k, MoeMetadata meta) -> (f32 a[n], "
+      "i32 b[n])");
   ASSERT_EQ(f.size(), 7u);
   EXPECT_EQ(f[0].name, "x");
   EXPECT_EQ(f[0].role, Role::In);
@@ -105,7 +108,8 @@ TEST(OpFields, TheSchemaParserReadsRolesAndRejectsNonsense) {
 }
 
 TEST(OpFields, TraceStringsNameEveryTensorAndAttribute) {
-  const Tensor x = Tensor::empty(DType::F32, {3, 8}), w = Tensor::empty(DType::BF16, {8}), out = Tensor::empty(DType::F32, {3, 8});
+  const Tensor x = Tensor::empty(DType::F32, {3, 8}), w = Tensor::empty(DType::BF16, {8}),
+               out = Tensor::empty(DType::F32, {3, 8});
   std::string meta, tensors;
   describe_fields(RmsNormArgs{x, w, out, 1e-5f}, meta, tensors);
   EXPECT_EQ(meta, "eps=0.000010");
@@ -126,18 +130,21 @@ TEST(OpFields, TraceStringsNameEveryTensorAndAttribute) {
 }
 
 TEST(OpFields, VisitMarksWhatTheKernelWrites) {
-  const Tensor x = Tensor::empty(DType::F32, {2, 4}), r = Tensor::empty(DType::F32, {2, 4}), w = Tensor::empty(DType::F32, {4}),
-               out = Tensor::empty(DType::F32, {2, 4});
+  const Tensor x = Tensor::empty(DType::F32, {2, 4}), r = Tensor::empty(DType::F32, {2, 4}),
+               w = Tensor::empty(DType::F32, {4}), out = Tensor::empty(DType::F32, {2, 4});
   AttnMetadata m;
   m.q_seqlens = Tensor::empty(DType::I32, {1});
   std::vector<std::pair<std::string, bool>> seen;
   const AddRmsNormArgs a{x, r, w, out, 1e-6f};
-  visit_tensors(OpType::AddRmsNorm, &a, [&](const char* name, const Tensor&, bool is_output) { seen.emplace_back(name, is_output); });
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{{"x", false}, {"residual", true}, {"weight", false}, {"out", true}}));
+  visit_tensors(OpType::AddRmsNorm, &a,
+                [&](const char* name, const Tensor&, bool is_output) { seen.emplace_back(name, is_output); });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
+                      {"x", false}, {"residual", true}, {"weight", false}, {"out", true}}));
 
   seen.clear();
   const FillKvCacheArgs f{x, x, r, r, &m};
-  visit_tensors(OpType::FillKvCache, &f, [&](const char* name, const Tensor&, bool is_output) { seen.emplace_back(name, is_output); });
+  visit_tensors(OpType::FillKvCache, &f,
+                [&](const char* name, const Tensor&, bool is_output) { seen.emplace_back(name, is_output); });
   EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
                       {"k", false}, {"v", false}, {"k_cache", true}, {"v_cache", true}, {"meta.q_seqlens", false}}));
 }

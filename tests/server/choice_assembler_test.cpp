@@ -16,7 +16,8 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 const Tokenizer& qwen3() {
-  static const Tokenizer t = Tokenizer::from_file(std::string(OPCHAIN_TEST_DATA_DIR) + "/tokenizer/qwen3/tokenizer.json");
+  static const Tokenizer t =
+      Tokenizer::from_file(std::string(OPCHAIN_TEST_DATA_DIR) + "/tokenizer/qwen3/tokenizer.json");
   return t;
 }
 
@@ -52,15 +53,16 @@ Reply tokens_of(const std::string& text) {
 
 TEST(ChoiceAssembler, ThinkingThenAToolCallStreamedAndWhole) {
   const ParsedRequest req = chat_with_tools(true);
-  const std::string prompt = qwen3_template().render(ojson::parse(R"([{"role": "user", "content": "Weather in Paris?"}])"), req.tools, true,
-                                                     ojson::object());
+  const std::string prompt = qwen3_template().render(
+      ojson::parse(R"([{"role": "user", "content": "Weather in Paris?"}])"), req.tools, true, ojson::object());
   const ChoiceOptions opt = choice_options(req, qwen3_template().source(), prompt, qwen3());
   EXPECT_EQ(opt.tool_format, ToolCallFormat::Hermes);
   EXPECT_TRUE(opt.reasoning);
   EXPECT_FALSE(opt.think_opened_by_prompt);
 
-  const Reply reply = tokens_of("<think>\nThe user wants weather.\n</think>\n\nLet me look.\n<tool_call>\n"
-                                "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+  const Reply reply = tokens_of(
+      "<think>\nThe user wants weather.\n</think>\n\nLet me look.\n<tool_call>\n"
+      "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
   ChoiceAssembler a(opt);
   std::string content, reasoning;
   std::vector<ToolCall> calls;
@@ -119,7 +121,8 @@ TEST(ChoiceAssembler, CompletionsEchoAndTextOffsets) {
   ChoiceAssembler a(opt);
   const Reply reply = tokens_of(" sat on");
   std::string text;
-  for (size_t i = 0; i < reply.pieces.size(); ++i) text += a.add(reply.pieces[i], std::span(&reply.steps[i], 1)).content;
+  for (size_t i = 0; i < reply.pieces.size(); ++i)
+    text += a.add(reply.pieces[i], std::span(&reply.steps[i], 1)).content;
   text += a.finish().content;
   EXPECT_EQ(text, "The cat sat on");
   const ChoiceResult r = a.result(FinishReason::Length);

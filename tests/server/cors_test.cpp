@@ -25,7 +25,8 @@ TEST(Cors, ListedOriginsOnly) {
   EXPECT_TRUE(p.allows("http://localhost:3000"));
   EXPECT_FALSE(p.allows("https://evil.example"));
   EXPECT_FALSE(p.allows(""));
-  EXPECT_EQ(header(p.response_headers("https://app.example.com"), "Access-Control-Allow-Origin"), "https://app.example.com");
+  EXPECT_EQ(header(p.response_headers("https://app.example.com"), "Access-Control-Allow-Origin"),
+            "https://app.example.com");
   EXPECT_EQ(header(p.response_headers("https://app.example.com"), "Vary"), "Origin");
   const auto ok = p.preflight("https://app.example.com", "POST");
   EXPECT_EQ(ok.status, 204);

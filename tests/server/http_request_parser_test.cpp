@@ -39,8 +39,9 @@ std::string head_with(size_t headers) {
 TEST(HttpRequestParser, BuildsTheRequest) {
   HttpLimits lim;
   HttpRequestParser p(lim);
-  ASSERT_FALSE(parse(p, "POST /v1/completions?a=b HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer k\r\n"
-                        "Content-Length: 5\r\n\r\nhello"));
+  ASSERT_FALSE(parse(p,
+                     "POST /v1/completions?a=b HTTP/1.1\r\nHost: h\r\nAuthorization: Bearer k\r\n"
+                     "Content-Length: 5\r\n\r\nhello"));
   ASSERT_TRUE(p.is_done());
   const HttpRequest& r = p.request();
   EXPECT_EQ(r.method, "POST");

@@ -87,9 +87,11 @@ TEST(OpenAIProtocol, StopTakesAStringOrAList) {
 }
 
 TEST(OpenAIProtocol, ContentPartsAreJoinedAndImagesRefused) {
-  const auto r = chat(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]})");
+  const auto r = chat(
+      R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}]})");
   EXPECT_EQ(r.messages[0]["content"], "a\nb");
-  const auto e = error_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})");
+  const auto e =
+      error_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})");
   EXPECT_EQ(e.status(), 400);
   EXPECT_EQ(e.code(), "unsupported_parameter");
 }
@@ -127,12 +129,18 @@ TEST(OpenAIProtocol, MessagesAreRequiredAndChecked) {
 
 TEST(OpenAIProtocol, WrongTypesNameTheirField) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"("temperature": "hot")", "temperature"}, {R"("top_p": true)", "top_p"},
-      {R"("top_k": 1.5)", "top_k"},               {R"("max_tokens": "10")", "max_tokens"},
-      {R"("max_tokens": 1.0)", "max_tokens"},     {R"("seed": 1.5)", "seed"},
-      {R"("stream": "yes")", "stream"},           {R"("n": "2")", "n"},
-      {R"("model": 7)", "model"},                 {R"("chat_template_kwargs": [])", "chat_template_kwargs"},
-      {R"("tools": {})", "tools"},                {R"("stream": true, "stream_options": 1)", "stream_options"},
+      {R"("temperature": "hot")", "temperature"},
+      {R"("top_p": true)", "top_p"},
+      {R"("top_k": 1.5)", "top_k"},
+      {R"("max_tokens": "10")", "max_tokens"},
+      {R"("max_tokens": 1.0)", "max_tokens"},
+      {R"("seed": 1.5)", "seed"},
+      {R"("stream": "yes")", "stream"},
+      {R"("n": "2")", "n"},
+      {R"("model": 7)", "model"},
+      {R"("chat_template_kwargs": [])", "chat_template_kwargs"},
+      {R"("tools": {})", "tools"},
+      {R"("stream": true, "stream_options": 1)", "stream_options"},
   };
   for (const auto& [field, param] : cases) {
     const auto e = error_of("{" + kMsgs + ", " + field + "}");
@@ -143,14 +151,21 @@ TEST(OpenAIProtocol, WrongTypesNameTheirField) {
 
 TEST(OpenAIProtocol, OutOfRangeValuesAre400) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"("max_tokens": 0)", "max_tokens"},          {R"("max_tokens": -5)", "max_tokens"},
-      {R"("max_tokens": 513)", "max_tokens"},        {R"("max_completion_tokens": 100000000000)", "max_completion_tokens"},
+      {R"("max_tokens": 0)", "max_tokens"},
+      {R"("max_tokens": -5)", "max_tokens"},
+      {R"("max_tokens": 513)", "max_tokens"},
+      {R"("max_completion_tokens": 100000000000)", "max_completion_tokens"},
       {R"("max_tokens": 99999999999999999999)", "max_tokens"},
-      {R"("temperature": -0.1)", "temperature"},     {R"("temperature": 2.5)", "temperature"},
-      {R"("top_p": 0)", "top_p"},                    {R"("top_p": 1.01)", "top_p"},
-      {R"("top_k": -2)", "top_k"},                   {R"("min_p": 1.5)", "min_p"},
-      {R"("presence_penalty": 3)", "presence_penalty"}, {R"("frequency_penalty": -2.5)", "frequency_penalty"},
-      {R"("repetition_penalty": 0)", "repetition_penalty"}, {R"("n": 0)", "n"},
+      {R"("temperature": -0.1)", "temperature"},
+      {R"("temperature": 2.5)", "temperature"},
+      {R"("top_p": 0)", "top_p"},
+      {R"("top_p": 1.01)", "top_p"},
+      {R"("top_k": -2)", "top_k"},
+      {R"("min_p": 1.5)", "min_p"},
+      {R"("presence_penalty": 3)", "presence_penalty"},
+      {R"("frequency_penalty": -2.5)", "frequency_penalty"},
+      {R"("repetition_penalty": 0)", "repetition_penalty"},
+      {R"("n": 0)", "n"},
       {R"("n": 17)", "n"},
   };
   for (const auto& [field, param] : cases) {
@@ -167,10 +182,12 @@ TEST(OpenAIProtocol, UnknownModelIs404) {
   EXPECT_EQ(e.code(), "model_not_found");
 }
 
-const std::string kTools = R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
+const std::string kTools =
+    R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
 
 TEST(OpenAIProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
-  for (const std::string& field : {std::string(R"("logit_bias": {"1": 5})"), std::string(R"("min_tokens": 3)"), std::string(R"("best_of": 3)")}) {
+  for (const std::string& field :
+       {std::string(R"("logit_bias": {"1": 5})"), std::string(R"("min_tokens": 3)"), std::string(R"("best_of": 3)")}) {
     const auto e = error_of("{" + kMsgs + ", " + field + "}");
     EXPECT_EQ(e.status(), 400) << field;
     EXPECT_EQ(e.code(), "unsupported_parameter") << field;
@@ -211,9 +228,9 @@ TEST(OpenAIProtocol, CompletionPromptsTakeEveryOpenAIShape) {
   ASSERT_EQ(r.prompts.size(), 2u);
   EXPECT_EQ(r.prompts[1].ids, (std::vector<int32_t>{5, 6}));
 
-  for (const std::string bad : {R"({})", R"({"prompt": ""})", R"({"prompt": []})", R"({"prompt": 5})",
-                                R"({"prompt": [-1]})", R"({"prompt": [1, "a"]})", R"({"prompt": [{}]})",
-                                R"({"prompt": [[]]})", R"({"prompt": [4294967296]})"}) {
+  for (const std::string bad :
+       {R"({})", R"({"prompt": ""})", R"({"prompt": []})", R"({"prompt": 5})", R"({"prompt": [-1]})",
+        R"({"prompt": [1, "a"]})", R"({"prompt": [{}]})", R"({"prompt": [[]]})", R"({"prompt": [4294967296]})"}) {
     const auto e = error_of(bad, Endpoint::Completion);
     EXPECT_EQ(e.status(), 400) << bad;
     EXPECT_EQ(e.param().rfind("prompt", 0), 0u) << bad << " -> " << e.param();
@@ -299,7 +316,6 @@ TEST(OpenAIProtocol, ModelsList) {
   EXPECT_EQ(j["data"][0]["max_model_len"], 512);
 }
 
-
 TEST(OpenAIProtocol, LogprobsChatAndCompletions) {
   EXPECT_EQ(chat("{" + kMsgs + "}").logprobs, -1);
   EXPECT_EQ(chat("{" + kMsgs + R"(, "logprobs": true})").logprobs, 0);
@@ -322,7 +338,8 @@ TEST(OpenAIProtocol, ToolChoice) {
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "sometimes"})").param(), "tool_choice");
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": 3})").param(), "tool_choice");
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "required"})").param(), "tool_choice");  // no tools
-  const auto e = error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}, )" + kTools + "}");
+  const auto e =
+      error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "nope"}}, )" + kTools + "}");
   EXPECT_EQ(e.param(), "tool_choice");
   EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": {"type": "function"}, )" + kTools + "}").param(), "tool_choice");
@@ -332,17 +349,23 @@ TEST(OpenAIProtocol, ResponseFormatAndForcedToolsBecomeGrammars) {
   EXPECT_EQ(chat("{" + kMsgs + R"(, "response_format": {"type": "text"}})").grammar, nullptr);
   EXPECT_NE(chat("{" + kMsgs + R"(, "response_format": {"type": "json_object"}})").grammar, nullptr);
   EXPECT_NE(chat("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
-      "schema": {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}}}})").grammar, nullptr);
-  const auto bad_schema = error_of("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
+      "schema": {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}}}})")
+                .grammar,
+            nullptr);
+  const auto bad_schema =
+      error_of("{" + kMsgs + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "p",
       "schema": {"type": "integer", "multipleOf": 3}}}})");
   EXPECT_EQ(bad_schema.param(), "response_format");
   EXPECT_NE(std::string(bad_schema.what()).find("multipleOf"), std::string::npos);
   EXPECT_EQ(error_of("{" + kMsgs + R"(, "response_format": {"type": "yaml"}})").param(), "response_format");
-  const auto named = chat("{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, )" + kTools + "}");
+  const auto named = chat(
+      "{" + kMsgs + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}}, )" + kTools + "}");
   EXPECT_EQ(named.tool_choice, ToolChoiceMode::Named);
   EXPECT_NE(named.grammar, nullptr);
   EXPECT_NE(chat("{" + kMsgs + R"(, "tool_choice": "required", )" + kTools + "}").grammar, nullptr);
-  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "required", "response_format": {"type": "json_object"}, )" + kTools + "}").param(),
+  EXPECT_EQ(error_of("{" + kMsgs + R"(, "tool_choice": "required", "response_format": {"type": "json_object"}, )" +
+                     kTools + "}")
+                .param(),
             "response_format");
 }
 
@@ -350,7 +373,8 @@ TEST(OpenAIProtocol, AssistantToolCallTurnWithNullContent) {
   const auto r = chat(R"({"messages": [{"role": "user", "content": "weather?"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
         "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
-      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}], )" + kTools + "}");
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}], )" +
+                      kTools + "}");
   EXPECT_EQ(r.messages[1]["content"], "");
   EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["name"], "get_weather");
   EXPECT_EQ(error_of(R"({"messages": [{"role": "assistant", "content": null}]})").param(), "messages[0].content");

@@ -9,7 +9,8 @@ namespace opchain::server {
 namespace {
 
 const Tokenizer& qwen3() {
-  static const Tokenizer t = Tokenizer::from_file(std::string(OPCHAIN_TEST_DATA_DIR) + "/tokenizer/qwen3/tokenizer.json");
+  static const Tokenizer t =
+      Tokenizer::from_file(std::string(OPCHAIN_TEST_DATA_DIR) + "/tokenizer/qwen3/tokenizer.json");
   return t;
 }
 
@@ -31,19 +32,25 @@ TEST(TokenizeApi, RoundTripAndPieces) {
   EXPECT_EQ(ids, qwen3().encode("Hello world<|im_end|>", true));
   EXPECT_EQ(ids.back(), *qwen3().token_to_id("<|im_end|>"));
   const std::string body = nlohmann::json{{"tokens", ids}}.dump();
-  EXPECT_EQ(detokenize_response(parse_detokenize_request(body, qwen3().vocab_size(), 1000), qwen3())["content"], "Hello world<|im_end|>");
+  EXPECT_EQ(detokenize_response(parse_detokenize_request(body, qwen3().vocab_size(), 1000), qwen3())["content"],
+            "Hello world<|im_end|>");
 
-  const auto plain = tokenize_response(parse_tokenize_request(R"({"content": "<|im_end|>", "parse_special": false})", 1 << 20), qwen3(), 7);
+  const auto plain = tokenize_response(
+      parse_tokenize_request(R"({"content": "<|im_end|>", "parse_special": false})", 1 << 20), qwen3(), 7);
   EXPECT_GT(plain["tokens"].size(), 1u);  // spelled out as text
-  const auto with_bos = tokenize_response(parse_tokenize_request(R"({"content": "a", "add_special": true})", 1 << 20), qwen3(), 7);
+  const auto with_bos =
+      tokenize_response(parse_tokenize_request(R"({"content": "a", "add_special": true})", 1 << 20), qwen3(), 7);
   EXPECT_EQ(with_bos["tokens"][0], 7);
 
-  const auto pieces = tokenize_response(parse_tokenize_request(R"({"content": "Hi é", "with_pieces": true})", 1 << 20), qwen3(), std::nullopt);
+  const auto pieces = tokenize_response(parse_tokenize_request(R"({"content": "Hi é", "with_pieces": true})", 1 << 20),
+                                        qwen3(), std::nullopt);
   std::string joined;
   for (const auto& p : pieces["tokens"]) {
     ASSERT_TRUE(p.contains("id"));
-    if (p["piece"].is_string()) joined += p["piece"].get<std::string>();
-    else for (int b : p["piece"]) joined += static_cast<char>(b);
+    if (p["piece"].is_string())
+      joined += p["piece"].get<std::string>();
+    else
+      for (int b : p["piece"]) joined += static_cast<char>(b);
   }
   EXPECT_EQ(joined, "Hi é");
 }

@@ -42,7 +42,8 @@ void check_streams_match(std::string_view text, ToolCallFormat f, const ojson& t
   for (uint32_t seed = 0; seed < 20; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     ToolCallParse streamed = parse_streamed(text, f, tools, seed);
-    if (!streamed.calls.empty() && streamed.content.find_first_not_of(" \t\r\n") == std::string::npos) streamed.content.clear();
+    if (!streamed.calls.empty() && streamed.content.find_first_not_of(" \t\r\n") == std::string::npos)
+      streamed.content.clear();
     expect_same(whole, streamed);
   }
 }
@@ -56,7 +57,8 @@ TEST(ToolCalls, FormatFromTemplate) {
 
 TEST(ToolCalls, HermesCallsAndContent) {
   const std::string text =
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n"
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": "
+      "2}}\n</tool_call>\n"
       "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}\n</tool_call>";
   const ToolCallParse p = parse_tool_calls(text, ToolCallFormat::Hermes, nullptr);
   EXPECT_EQ(p.content, "Let me check.");
@@ -80,9 +82,10 @@ TEST(ToolCalls, OnlyCallsLeaveNoContent) {
 }
 
 TEST(ToolCalls, MarkupThatIsNotACallStaysContent) {
-  for (const std::string& text : {std::string("<tool_call>\nnot json\n</tool_call> after"), std::string("<tool_call>{\"arguments\": {}}</tool_call>"),
-                                 std::string("a < b and <tool_ca"), std::string("plain text, no calls"),
-                                 std::string("<tool_call>{\"name\": \"f\", \"arguments\": 3}</tool_call>")}) {
+  for (const std::string& text : {std::string("<tool_call>\nnot json\n</tool_call> after"),
+                                  std::string("<tool_call>{\"arguments\": {}}</tool_call>"),
+                                  std::string("a < b and <tool_ca"), std::string("plain text, no calls"),
+                                  std::string("<tool_call>{\"name\": \"f\", \"arguments\": 3}</tool_call>")}) {
     SCOPED_TRACE(text);
     const ToolCallParse p = parse_tool_calls(text, ToolCallFormat::Hermes, nullptr);
     EXPECT_TRUE(p.calls.empty());
@@ -100,29 +103,33 @@ TEST(ToolCalls, UnclosedCallAtTheEndStillParses) {
 }
 
 TEST(ToolCalls, ArgumentsWrittenAsAString) {
-  const ToolCallParse p =
-      parse_tool_calls(R"(<tool_call>{"name": "f", "arguments": "{\"a\": 1}"}</tool_call>)", ToolCallFormat::Hermes, nullptr);
+  const ToolCallParse p = parse_tool_calls(R"(<tool_call>{"name": "f", "arguments": "{\"a\": 1}"}</tool_call>)",
+                                           ToolCallFormat::Hermes, nullptr);
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].arguments, R"({"a": 1})");
 }
 
 TEST(ToolCalls, QwenXmlParametersTakeTheirDeclaredTypes) {
-  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+  const ojson tools =
+      ojson::parse(R"([{"type": "function", "function": {"name": "search", "parameters": {"type": "object",
       "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}, "filters": {"type": "object"}}}}}])");
   const std::string text =
-      "I will search.\n<tool_call>\n<function=search>\n<parameter=query>\n42\n</parameter>\n<parameter=limit>\n5\n</parameter>\n"
+      "I will "
+      "search.\n<tool_call>\n<function=search>\n<parameter=query>\n42\n</parameter>\n<parameter=limit>\n5\n</"
+      "parameter>\n"
       "<parameter=filters>\n{\"lang\": \"en\"}\n</parameter>\n</function>\n</tool_call>";
   const ToolCallParse p = parse_tool_calls(text, ToolCallFormat::QwenXml, tools);
   EXPECT_EQ(p.content, "I will search.");
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].name, "search");
-  EXPECT_EQ(ojson::parse(p.calls[0].arguments), ojson::parse(R"({"query": "42", "limit": 5, "filters": {"lang": "en"}})"));
+  EXPECT_EQ(ojson::parse(p.calls[0].arguments),
+            ojson::parse(R"({"query": "42", "limit": 5, "filters": {"lang": "en"}})"));
   check_streams_match(text, ToolCallFormat::QwenXml, tools);
 }
 
 TEST(ToolCalls, QwenXmlModelWritingHermesJson) {
-  const ToolCallParse p =
-      parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>", ToolCallFormat::QwenXml, nullptr);
+  const ToolCallParse p = parse_tool_calls("<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+                                           ToolCallFormat::QwenXml, nullptr);
   ASSERT_EQ(p.calls.size(), 1u);
   EXPECT_EQ(p.calls[0].name, "f");
 }
@@ -142,7 +149,8 @@ TEST(ToolCalls, Llama3JsonWholeReply) {
   EXPECT_EQ(ojson::parse(p.calls[0].arguments)["s"], "x;y");
   EXPECT_EQ(p.calls[1].name, "b");
 
-  for (const std::string& text : {std::string("Sure, {\"name\": \"x\"} is JSON"), std::string("{\"not\": \"a call\"}"), std::string("hello")}) {
+  for (const std::string& text :
+       {std::string("Sure, {\"name\": \"x\"} is JSON"), std::string("{\"not\": \"a call\"}"), std::string("hello")}) {
     p = parse_tool_calls(text, ToolCallFormat::Llama3Json, nullptr);
     EXPECT_TRUE(p.calls.empty()) << text;
     EXPECT_EQ(p.content, text);

@@ -149,7 +149,9 @@ TEST(CpuAmxGemm, BatchInvariantInEveryTilePosition) {
       std::vector<float> part(static_cast<size_t>(p.rows * p.ldo), kSentinel);
       cpu::amx_bf16_gemm_tile(p.tile(0, p.rows, c0, c1, part.data(), p.ldo));
       for (int64_t r = 0; r < p.rows; ++r)
-        ASSERT_EQ(std::memcmp(part.data() + r * p.ldo, p.out.data() + r * p.ldo + c0, static_cast<size_t>(c1 - c0) * sizeof(float)), 0)
+        ASSERT_EQ(std::memcmp(part.data() + r * p.ldo, p.out.data() + r * p.ldo + c0,
+                              static_cast<size_t>(c1 - c0) * sizeof(float)),
+                  0)
             << "row " << r << ", columns from " << c0;
     }
   }

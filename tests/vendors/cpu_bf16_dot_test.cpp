@@ -62,7 +62,8 @@ TEST(CpuBf16Dot, PrecisionIsPartOfTheArgsNotAProcessSwitch) {
   std::mt19937 g(5);
   Tensor x = rand_f32(g, {3, 256});
   Tensor w = rand_tensor(g, DType::BF16, {16, 256}, -0.1f, 0.1f);
-  Tensor a = Tensor::empty(DType::F32, {3, 16}), b = Tensor::empty(DType::F32, {3, 16}), c = Tensor::empty(DType::F32, {3, 16});
+  Tensor a = Tensor::empty(DType::F32, {3, 16}), b = Tensor::empty(DType::F32, {3, 16}),
+         c = Tensor::empty(DType::F32, {3, 16});
   const auto k = kernel<OpType::Linear>(kCpuVendor, DType::BF16);
   k.fn(LinearArgs{x, w, Tensor{}, a});
   k.fn(LinearArgs{x, w, Tensor{}, b, kBf16});
@@ -100,7 +101,8 @@ TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
           if (r + n > rows) continue;
           Tensor part = Tensor::empty(DType::F32, {n, out_f});
           k.fn(LinearArgs{x.slice_rows(r, r + n), w, b, part, kBf16});
-          EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(r, r + n).raw(), part.nbytes()), 0) << "rows " << r << "+" << n;
+          EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(r, r + n).raw(), part.nbytes()), 0)
+              << "rows " << r << "+" << n;
         }
       }
       for (int threads : {1, 3}) {
@@ -161,45 +163,45 @@ TEST(CpuBf16Dot, AutoPrecisionFollowsTheCheckpoint) {
 // bf16 run): within a bf16-sized bound and the same argmax at every position.
 TEST(CpuBf16Dot, GoldenModelsMatchBf16ReferenceLogits) {
   for (const char* vendor : {kCpuVendor, "reference"})
-  for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe"}) {
-    SCOPED_TRACE(std::string(vendor) + " " + name);
-    const std::string dir = test::model_dir(name);
-    const auto ids = read_ids(dir + "/ids.txt");
-    ASSERT_FALSE(ids.empty());
-    const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy");
-    LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
-    const int64_t n = static_cast<int64_t>(ids.size());
-    KvCache cache(m.config, 1 + (n + 15) / 16, 16);
-    std::vector<int32_t> blocks;
-    ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
-    ModelRunner runner(*m.model, m.device, cache);
-    SequenceStep step{ids, 0, blocks, true};
-    Tensor logits = runner.forward({&step, 1});
-    ASSERT_EQ(logits.size(0), ref.shape[0]);
-    ASSERT_EQ(logits.size(1), ref.shape[1]);
-    const int64_t vocab = logits.size(1);
-    float worst = 0;
-    for (int64_t t = 0; t < logits.size(0); ++t) {
-      const float* got = logits.data<float>() + t * vocab;
-      const float* want = ref.data.data() + t * vocab;
-      int64_t a = 0, b = 0;
-      for (int64_t v = 0; v < vocab; ++v) {
-        worst = std::max(worst, std::fabs(got[v] - want[v]));
-        if (got[v] > got[a]) a = v;
-        if (want[v] > want[b]) b = v;
+    for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe"}) {
+      SCOPED_TRACE(std::string(vendor) + " " + name);
+      const std::string dir = test::model_dir(name);
+      const auto ids = read_ids(dir + "/ids.txt");
+      ASSERT_FALSE(ids.empty());
+      const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy");
+      LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
+      const int64_t n = static_cast<int64_t>(ids.size());
+      KvCache cache(m.config, 1 + (n + 15) / 16, 16);
+      std::vector<int32_t> blocks;
+      ASSERT_TRUE(cache.allocator().allocate(cache.blocks_for(n), blocks));
+      ModelRunner runner(*m.model, m.device, cache);
+      SequenceStep step{ids, 0, blocks, true};
+      Tensor logits = runner.forward({&step, 1});
+      ASSERT_EQ(logits.size(0), ref.shape[0]);
+      ASSERT_EQ(logits.size(1), ref.shape[1]);
+      const int64_t vocab = logits.size(1);
+      float worst = 0;
+      for (int64_t t = 0; t < logits.size(0); ++t) {
+        const float* got = logits.data<float>() + t * vocab;
+        const float* want = ref.data.data() + t * vocab;
+        int64_t a = 0, b = 0;
+        for (int64_t v = 0; v < vocab; ++v) {
+          worst = std::max(worst, std::fabs(got[v] - want[v]));
+          if (got[v] > got[a]) a = v;
+          if (want[v] > want[b]) b = v;
+        }
+        EXPECT_EQ(a, b) << "argmax at position " << t;
       }
-      EXPECT_EQ(a, b) << "argmax at position " << t;
+      // How far a bf16-activation run is from the f32 one: rounding at other points (transformers rounds
+      // every activation, this mode only matmul inputs) moves logits by that much again at most.
+      const NpyArray ref32 = read_npy_f32(dir + "/ref_logits.npy");
+      float gap = 0;
+      for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
+      std::printf("[bf16 precision] %s %s: max |logit - ref_bf16| = %g; max |ref_f32 - ref_bf16| = %g\n", vendor, name,
+                  worst, gap);
+      EXPECT_LE(worst, 2.0f * gap);
     }
-    // How far a bf16-activation run is from the f32 one: rounding at other points (transformers rounds
-    // every activation, this mode only matmul inputs) moves logits by that much again at most.
-    const NpyArray ref32 = read_npy_f32(dir + "/ref_logits.npy");
-    float gap = 0;
-    for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
-    std::printf("[bf16 precision] %s %s: max |logit - ref_bf16| = %g; max |ref_f32 - ref_bf16| = %g\n", vendor, name, worst, gap);
-    EXPECT_LE(worst, 2.0f * gap);
-  }
 }
-
 
 // The same goldens with the second half of ids.txt decoded token by token, so that attention reads the
 // first half's keys and values back from the cache, which at bf16 precision is bf16 (Note [KV cache
@@ -208,8 +210,8 @@ TEST(CpuBf16Dot, GoldenModelsMatchBf16ReferenceLogits) {
 // tests/models/hybrid_model_test.cpp, HybridBf16); there the bf16 cache is compared with an f32 one
 // under the same run, within the 0.1 the vendors are held to, with the same argmax wherever the top
 // token leads by 0.1.
-std::vector<float> decode_second_half(const std::string& dir, const std::string& vendor, const std::vector<int32_t>& ids,
-                                      DType kv_dtype) {
+std::vector<float> decode_second_half(const std::string& dir, const std::string& vendor,
+                                      const std::vector<int32_t>& ids, DType kv_dtype) {
   LoadedModel m = load_model(dir, vendor, {}, PrecisionChoice::Bf16);
   const int64_t n = static_cast<int64_t>(ids.size()), half = n / 2;
   KvCache cache(m.config, 1 + (n + 3) / 4, 4, 1, kv_dtype);
@@ -234,46 +236,46 @@ TEST(CpuBf16Dot, GoldenModelsDecodeFromBf16KvCache) {
   EXPECT_EQ(kv_cache_dtype(MatmulPrecision::Quantized), DType::BF16);
   EXPECT_EQ(kv_cache_dtype(MatmulPrecision::F32), DType::F32);
   for (const char* vendor : {kCpuVendor, "reference"})
-  for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe", "tiny-qwen3-next",
-                           "tiny-qwen3_5", "tiny-qwen3_5-moe"}) {
-    SCOPED_TRACE(std::string(vendor) + " " + name);
-    const std::string dir = test::model_dir(name);
-    const auto ids = read_ids(dir + "/ids.txt");
-    ASSERT_GE(ids.size(), 2u);
-    const bool hybrid = load_model_config(dir).num_linear_attention_layers() > 0;
-    const std::vector<float> got = decode_second_half(dir, vendor, ids, DType::BF16);
-    std::vector<float> want;
-    float bound = 0.1f;
-    if (hybrid) {
-      want = decode_second_half(dir, vendor, ids, DType::F32);
-    } else {
-      const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy"), ref32 = read_npy_f32(dir + "/ref_logits.npy");
-      want = ref.data;
-      float gap = 0;
-      for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
-      bound = 2.0f * gap;  // as GoldenModelsMatchBf16ReferenceLogits
-    }
-    ASSERT_EQ(got.size(), want.size());
-    const int64_t vocab = static_cast<int64_t>(want.size() / ids.size());
-    float worst = 0;
-    for (size_t t = 0; t < ids.size(); ++t) {
-      const float* g = got.data() + t * vocab;
-      const float* w = want.data() + t * vocab;
-      int64_t a = 0, b = 0;
-      for (int64_t v = 0; v < vocab; ++v) {
-        worst = std::max(worst, std::fabs(g[v] - w[v]));
-        if (g[v] > g[a]) a = v;
-        if (w[v] > w[b]) b = v;
+    for (const char* name : {"tiny-qwen3-moe", "tiny-qwen3-dense", "tiny-llama", "tiny-qwen2-moe", "tiny-qwen3-next",
+                             "tiny-qwen3_5", "tiny-qwen3_5-moe"}) {
+      SCOPED_TRACE(std::string(vendor) + " " + name);
+      const std::string dir = test::model_dir(name);
+      const auto ids = read_ids(dir + "/ids.txt");
+      ASSERT_GE(ids.size(), 2u);
+      const bool hybrid = load_model_config(dir).num_linear_attention_layers() > 0;
+      const std::vector<float> got = decode_second_half(dir, vendor, ids, DType::BF16);
+      std::vector<float> want;
+      float bound = 0.1f;
+      if (hybrid) {
+        want = decode_second_half(dir, vendor, ids, DType::F32);
+      } else {
+        const NpyArray ref = read_npy_f32(dir + "/ref_logits_bf16.npy"), ref32 = read_npy_f32(dir + "/ref_logits.npy");
+        want = ref.data;
+        float gap = 0;
+        for (size_t i = 0; i < ref.data.size(); ++i) gap = std::max(gap, std::fabs(ref.data[i] - ref32.data[i]));
+        bound = 2.0f * gap;  // as GoldenModelsMatchBf16ReferenceLogits
       }
-      float second = -INFINITY;
-      for (int64_t v = 0; v < vocab; ++v)
-        if (v != b) second = std::max(second, w[v]);
-      if (!hybrid || w[b] - second >= 0.1f) EXPECT_EQ(a, b) << "argmax at position " << t;
+      ASSERT_EQ(got.size(), want.size());
+      const int64_t vocab = static_cast<int64_t>(want.size() / ids.size());
+      float worst = 0;
+      for (size_t t = 0; t < ids.size(); ++t) {
+        const float* g = got.data() + t * vocab;
+        const float* w = want.data() + t * vocab;
+        int64_t a = 0, b = 0;
+        for (int64_t v = 0; v < vocab; ++v) {
+          worst = std::max(worst, std::fabs(g[v] - w[v]));
+          if (g[v] > g[a]) a = v;
+          if (w[v] > w[b]) b = v;
+        }
+        float second = -INFINITY;
+        for (int64_t v = 0; v < vocab; ++v)
+          if (v != b) second = std::max(second, w[v]);
+        if (!hybrid || w[b] - second >= 0.1f) EXPECT_EQ(a, b) << "argmax at position " << t;
+      }
+      std::printf("[bf16 KV cache] %s %s: max |logit - %s| = %g (bound %g)\n", vendor, name,
+                  hybrid ? "the f32 cache's" : "ref_bf16", worst, bound);
+      EXPECT_LE(worst, bound);
     }
-    std::printf("[bf16 KV cache] %s %s: max |logit - %s| = %g (bound %g)\n", vendor, name,
-                hybrid ? "the f32 cache's" : "ref_bf16", worst, bound);
-    EXPECT_LE(worst, bound);
-  }
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ void time_delta_rule(int64_t seqs, int64_t len, int64_t past, DeltaRuleForm form
   for (int i = 0; i < reps; ++i) k.fn(args);
   const double sec = (now() - t0) / reps;
   std::printf("gated_delta_rule %s, %lld seqs x %lld tokens: %.2f ms, %.2f us per token\n", delta_rule_form_name(form),
-              static_cast<long long>(seqs), static_cast<long long>(len), sec * 1e3, sec * 1e6 / static_cast<double>(s.rows));
+              static_cast<long long>(seqs), static_cast<long long>(len), sec * 1e3,
+              sec * 1e6 / static_cast<double>(s.rows));
 }
 
 void time_conv(int64_t seqs, int64_t len, int reps) {
@@ -135,8 +136,8 @@ TEST(CpuPerf, DISABLED_Qwen35LmHead) {
     const double t0 = now();
     for (int i = 0; i < 3; ++i) k.fn(args);
     const double s = (now() - t0) / 3;
-    std::printf("lm_head %lld x 2048 x 248320 bf16: %.1f ms, %.1f GB/s of weights, %.1f GFLOP/s\n", static_cast<long long>(rows),
-                s * 1e3, 2.0 * in * out / s * 1e-9, 2.0 * rows * in * out / s * 1e-9);
+    std::printf("lm_head %lld x 2048 x 248320 bf16: %.1f ms, %.1f GB/s of weights, %.1f GFLOP/s\n",
+                static_cast<long long>(rows), s * 1e3, 2.0 * in * out / s * 1e-9, 2.0 * rows * in * out / s * 1e-9);
   }
 }
 

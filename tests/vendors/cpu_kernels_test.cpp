@@ -67,7 +67,8 @@ TEST(CpuVendor, AmxTierIsOfferedWhereTheCpuHasIt) {
     }
   }
   bool all = !flags.empty();
-  for (const char* f : {"amx_tile", "amx_bf16", "amx_int8", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"})
+  for (const char* f :
+       {"amx_tile", "amx_bf16", "amx_int8", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_vnni"})
     all = all && flags.find(std::string(" ") + f + " ") != std::string::npos;
   EXPECT_EQ(cpu::isa_supported(cpu::Isa::Amx), all) << "cpu flags:" << flags;
   if (all) {
@@ -88,11 +89,21 @@ TEST(CpuVendor, F16ConversionIsExactForEveryValue) {
 // Each SIMD path the CPU has, on the cases of the ops that use it, against reference.
 TEST(CpuVendor, EverySimdPathMatchesReference) {
   EnvGuard guard;
-  const OpType ops[] = {OpType::Linear,         OpType::GroupedMatmul,       OpType::FusedMoe,
-                        OpType::RmsNorm,        OpType::AddRmsNorm,          OpType::PrefillAttention,
-                        OpType::PagedPrefillAttention, OpType::PagedDecodeAttention, OpType::SiluAndMul,
-                        OpType::Swiglu,         OpType::ZeroCenteredRmsNorm, OpType::L2Norm,
-                        OpType::CausalConv1d,   OpType::GatedDeltaRule,      OpType::GatedRmsNorm,
+  const OpType ops[] = {OpType::Linear,
+                        OpType::GroupedMatmul,
+                        OpType::FusedMoe,
+                        OpType::RmsNorm,
+                        OpType::AddRmsNorm,
+                        OpType::PrefillAttention,
+                        OpType::PagedPrefillAttention,
+                        OpType::PagedDecodeAttention,
+                        OpType::SiluAndMul,
+                        OpType::Swiglu,
+                        OpType::ZeroCenteredRmsNorm,
+                        OpType::L2Norm,
+                        OpType::CausalConv1d,
+                        OpType::GatedDeltaRule,
+                        OpType::GatedRmsNorm,
                         OpType::SigmoidGateMul};
   for (cpu::Isa isa : supported_isas()) {
     ASSERT_TRUE(cpu::set_active_isa(isa));
@@ -103,7 +114,8 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
         ASSERT_NE(ref, nullptr);
         for (const Case& c : cases_for(op))
           if (c.applies_to(e->dtype))
-            run_case(op, c, e->dtype, e->fn, ref->fn, e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
+            run_case(op, c, e->dtype, e->fn, ref->fn,
+                     e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
       }
     }
   }
@@ -126,7 +138,8 @@ TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
           std::vector<float> kt(static_cast<size_t>(d * w), -1.0f), want(kt.size(), 0.0f);
           for (int64_t c = 0; c < d; ++c)
             for (int64_t j = 0; j < n; ++j)
-              want[static_cast<size_t>(c * w + j)] = dt == DType::BF16 ? bf16_to_f32(keys.data<uint16_t>()[j * d + c]) : keys.data<float>()[j * d + c];
+              want[static_cast<size_t>(c * w + j)] =
+                  dt == DType::BF16 ? bf16_to_f32(keys.data<uint16_t>()[j * d + c]) : keys.data<float>()[j * d + c];
           sk->transpose_keys(rows.data(), dt, n, d, kt.data(), w);
           EXPECT_EQ(std::memcmp(kt.data(), want.data(), kt.size() * sizeof(float)), 0)
               << "isa " << cpu::isa_name(isa) << " " << dtype_name(dt) << " n " << n << " d " << d;
@@ -134,7 +147,8 @@ TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
             std::vector<float> wide(static_cast<size_t>(n * d)), exact(wide.size());
             for (size_t i = 0; i < wide.size(); ++i) exact[i] = bf16_to_f32(keys.data<uint16_t>()[i]);
             sk->widen_bf16(keys.data<uint16_t>(), wide.data(), n * d);
-            EXPECT_EQ(std::memcmp(wide.data(), exact.data(), wide.size() * sizeof(float)), 0) << "widen_bf16 isa " << cpu::isa_name(isa);
+            EXPECT_EQ(std::memcmp(wide.data(), exact.data(), wide.size() * sizeof(float)), 0)
+                << "widen_bf16 isa " << cpu::isa_name(isa);
           }
         }
   }
@@ -218,9 +232,11 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
   for (cpu::Isa isa : supported_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     ASSERT_TRUE(cpu::set_active_isa(isa));
-    for (auto [dt, variant, out_f] : {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
-                                      std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200}, std::tuple{DType::I8, 1, 8200}}) {
-      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant) + " out " + std::to_string(out_f));
+    for (auto [dt, variant, out_f] :
+         {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
+          std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200}, std::tuple{DType::I8, 1, 8200}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant) + " out " +
+                   std::to_string(out_f));
       const Weight w = make_quant_weight(g, dt, variant, out_f, in);
       const auto k = cpu_kernel<OpType::Linear>(dt);
       Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
@@ -252,7 +268,8 @@ TEST(CpuBatchInvariance, LinearLongK) {
     resolve_kernel<OpType::Linear>(reg(), "reference", DType::BF16).fn(LinearArgs{x, w, Tensor{}, ref});
     for (int64_t i = 0; i < full.numel(); ++i)
       ASSERT_LE(std::fabs(full.data<float>()[i] - ref.data<float>()[i]) / (1.0f + std::fabs(ref.data<float>()[i])),
-                1e-4f) << "element " << i;
+                1e-4f)
+          << "element " << i;
     for (int64_t r : kProbeRows) {
       Tensor one = Tensor::empty(DType::F32, {1, out_f});
       k.fn(LinearArgs{x.slice_rows(r, r + 1), w, Tensor{}, one});
@@ -402,8 +419,8 @@ TEST(CpuDeterminism, SameBitsForAnyThreadCount) {
             continue;
           }
           for (size_t i = 0; i < outs.size(); ++i)
-            EXPECT_TRUE(bit_equal(first[i], outs[i]))
-                << e->kernel_name << " case " << c.name << " output " << inst.out_names[i] << " at " << threads << " threads";
+            EXPECT_TRUE(bit_equal(first[i], outs[i])) << e->kernel_name << " case " << c.name << " output "
+                                                      << inst.out_names[i] << " at " << threads << " threads";
         }
       }
     }
@@ -433,7 +450,8 @@ TEST(CpuFusedMoe, TracesItsSubKernelsNested) {
     events = tg.tracer.events();
   }
   std::string listing;
-  for (const TraceEvent& ev : events) listing += "\n  depth " + std::to_string(ev.depth) + " " + ev.key + " " + ev.kernel;
+  for (const TraceEvent& ev : events)
+    listing += "\n  depth " + std::to_string(ev.depth) + " " + ev.key + " " + ev.kernel;
   ASSERT_EQ(events.size(), 7u) << listing;
   EXPECT_EQ(events[0].key, "fused_moe");
   EXPECT_EQ(events[0].kernel, "cpu::fused_moe_bf16");
@@ -454,8 +472,8 @@ TEST(CpuFusedMoe, TracesItsSubKernelsNested) {
     EXPECT_GE(ev.start_us, events[0].start_us);
     EXPECT_LE(ev.start_us + ev.dur_us, events[0].start_us + events[0].dur_us + 1e-3);
     // the registry holds the same kernel under the same name
-    const KernelEntry* e = reg().find(*op_type_from_key(ev.key), kCpuVendor,
-                                      ev.key == "grouped_matmul" ? DType::BF16 : DType::F32);
+    const KernelEntry* e =
+        reg().find(*op_type_from_key(ev.key), kCpuVendor, ev.key == "grouped_matmul" ? DType::BF16 : DType::F32);
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->kernel_name, ev.kernel);
   }

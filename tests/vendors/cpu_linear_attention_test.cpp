@@ -80,8 +80,10 @@ TEST(CpuLinearAttention, DeltaRuleSequenceAloneEqualsInABatch) {
         Tensor st = clone(state0), o = Tensor::empty(DType::F32, {len, nv, dv});
         kernel.fn(GatedDeltaRuleArgs{qkv.slice_rows(start, start + len), gd.slice_rows(start, start + len),
                                      beta.slice_rows(start, start + len), st, o, nk, 0.2f, form, m.get()});
-        EXPECT_TRUE(rows_equal(out, start, o, 0, len)) << cpu::isa_name(isa) << " " << delta_rule_form_name(form) << " seq " << b;
-        EXPECT_TRUE(rows_equal(state, b, st, b, 1)) << cpu::isa_name(isa) << " " << delta_rule_form_name(form) << " state " << b;
+        EXPECT_TRUE(rows_equal(out, start, o, 0, len))
+            << cpu::isa_name(isa) << " " << delta_rule_form_name(form) << " seq " << b;
+        EXPECT_TRUE(rows_equal(state, b, st, b, 1))
+            << cpu::isa_name(isa) << " " << delta_rule_form_name(form) << " state " << b;
       }
     }
   }

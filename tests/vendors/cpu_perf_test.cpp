@@ -3,8 +3,8 @@
 // time, so a loaded machine changes the figures less; each prints GFLOP/s or GB/s per thread.
 #include <time.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "vendors/cpu/amx.h"
@@ -98,9 +98,10 @@ void stream_grouped(int64_t tokens, int reps) {
   for (int i = 0; i < reps; ++i) kern.fn(args);
   clock_gettime(CLOCK_MONOTONIC, &b);
   const double s = ((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec)) / reps;
-  std::printf("grouped bf16 %lld tokens (%lld experts touched): %.2f ms wall, %.1f GB/s of expert weights, %.1f GFLOP/s\n",
-              static_cast<long long>(tokens), static_cast<long long>(touched), s * 1e3, 2.0 * touched * in * out / s * 1e-9,
-              2.0 * tokens * k * in * out / s * 1e-9);
+  std::printf(
+      "grouped bf16 %lld tokens (%lld experts touched): %.2f ms wall, %.1f GB/s of expert weights, %.1f GFLOP/s\n",
+      static_cast<long long>(tokens), static_cast<long long>(touched), s * 1e3, 2.0 * touched * in * out / s * 1e-9,
+      2.0 * tokens * k * in * out / s * 1e-9);
 }
 
 // Batch-32 decode's lm_head (Qwen3: 151936 x 2048 bf16, 622 MB) on all threads at bf16 precision:
@@ -120,7 +121,8 @@ TEST(CpuPerf, DISABLED_LmHead) {
     k.fn(args);
     clock_gettime(CLOCK_MONOTONIC, &b);
     const double s = (b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec);
-    std::printf("lm_head 32 x 2048 x 151936 bf16: %.1f ms wall, %.1f GFLOP/s\n", s * 1e3, 2.0 * rows * in * out / s * 1e-9);
+    std::printf("lm_head 32 x 2048 x 151936 bf16: %.1f ms wall, %.1f GFLOP/s\n", s * 1e3,
+                2.0 * rows * in * out / s * 1e-9);
   }
 }
 
@@ -207,8 +209,10 @@ TEST(CpuPerf, DISABLED_StreamVsProbe) {
     best_kernel = std::max(best_kernel, bytes / s * 1e-9);
   }
   std::sort(ratios.begin(), ratios.end());
-  std::printf("lm_head matvec 1 x 2048 x 151936 bf16 vs a read loop of the same bytes: median ratio %.3f [%.3f, %.3f]; best %.1f vs %.1f GB/s\n",
-              ratios[ratios.size() / 2], ratios.front(), ratios.back(), best_kernel, best_probe);
+  std::printf(
+      "lm_head matvec 1 x 2048 x 151936 bf16 vs a read loop of the same bytes: median ratio %.3f [%.3f, %.3f]; best "
+      "%.1f vs %.1f GB/s\n",
+      ratios[ratios.size() / 2], ratios.front(), ratios.back(), best_kernel, best_probe);
 }
 
 }  // namespace
@@ -225,7 +229,8 @@ namespace {
 float vdpbf16ps_loop(int64_t iters) {
   __m512 acc[12];
   for (__m512& a : acc) a = _mm512_setzero_ps();
-  __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00)), y = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00));
+  __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00)),
+           y = reinterpret_cast<__m512bh>(_mm512_set1_epi16(0x3c00));
   for (int64_t i = 0; i < iters; ++i) {
     asm("" : "+v"(x), "+v"(y));
 #pragma GCC unroll 12
@@ -319,7 +324,8 @@ TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
     std::sort(secs.begin(), secs.end());
     const double t = secs[secs.size() / 2];
     std::printf("paged decode attention bf16 cache, depth %lld: %.3f ms, %.1f GMAC/s, %.1f GB/s of cache\n",
-                static_cast<long long>(depth), t * 1e3, 2.0 * hq * depth * d / t * 1e-9, 2.0 * 2 * hk * depth * d / t * 1e-9);
+                static_cast<long long>(depth), t * 1e3, 2.0 * hq * depth * d / t * 1e-9,
+                2.0 * 2 * hk * depth * d / t * 1e-9);
   }
 }
 }  // namespace

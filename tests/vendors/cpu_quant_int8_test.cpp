@@ -62,7 +62,8 @@ struct TileProblem {
     w.resize(static_cast<size_t>(cols * k));  // exactly the weight: a read past it is a read past the tensor
     for (int64_t r = 0; r < rows; ++r) {
       int32_t s = 0;
-      for (int64_t i = 0; i < k; ++i) s += x[static_cast<size_t>(r * ldx + i)] = static_cast<int8_t>(randint(g, -127, 127));
+      for (int64_t i = 0; i < k; ++i)
+        s += x[static_cast<size_t>(r * ldx + i)] = static_cast<int8_t>(randint(g, -127, 127));
       x_sums.push_back(s);
       x_scales.push_back(uniform(g, 1e-3f, 1e-1f));
     }
@@ -78,10 +79,12 @@ struct TileProblem {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         int64_t dot = 0;
-        for (int64_t i = 0; i < k; ++i) dot += int64_t{x[static_cast<size_t>(r * ldx + i)]} * w[static_cast<size_t>(c * k + i)];
+        for (int64_t i = 0; i < k; ++i)
+          dot += int64_t{x[static_cast<size_t>(r * ldx + i)]} * w[static_cast<size_t>(c * k + i)];
         const int64_t zero = w_zeros.empty() ? 0 : static_cast<int64_t>(w_zeros[static_cast<size_t>(c)]);
         const int64_t total = dot - zero * x_sums[static_cast<size_t>(r)];
-        out[static_cast<size_t>(r * ldo + c)] = static_cast<float>(total) * x_scales[static_cast<size_t>(r)] * w_scales[static_cast<size_t>(c)];
+        out[static_cast<size_t>(r * ldo + c)] =
+            static_cast<float>(total) * x_scales[static_cast<size_t>(r)] * w_scales[static_cast<size_t>(c)];
       }
     return out;
   }
@@ -125,12 +128,14 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 std::string first_difference(const std::vector<float>& want, const std::vector<float>& got, int64_t ldo) {
   for (size_t i = 0; i < want.size(); ++i)
     if (std::memcmp(&want[i], &got[i], sizeof(float)) != 0)
-      return "row " + std::to_string(static_cast<int64_t>(i) / ldo) + " col " + std::to_string(static_cast<int64_t>(i) % ldo) +
-             ": want " + std::to_string(want[i]) + ", got " + std::to_string(got[i]);
+      return "row " + std::to_string(static_cast<int64_t>(i) / ldo) + " col " +
+             std::to_string(static_cast<int64_t>(i) % ldo) + ": want " + std::to_string(want[i]) + ", got " +
+             std::to_string(got[i]);
   return "sizes differ";
 }
 
-void check_shape(std::mt19937& g, const std::vector<Int8Variant>& variants, int64_t rows, int64_t cols, int64_t k, bool zeros) {
+void check_shape(std::mt19937& g, const std::vector<Int8Variant>& variants, int64_t rows, int64_t cols, int64_t k,
+                 bool zeros) {
   const TileProblem p(g, rows, cols, k, zeros);
   const std::vector<float> want = p.reference();
   for (const Int8Variant& v : variants) {
@@ -140,8 +145,9 @@ void check_shape(std::mt19937& g, const std::vector<Int8Variant>& variants, int6
     for (bool packed : {false, true}) {
       if (packed && !qk->int8_pack) continue;
       const std::vector<float> got = p.run(*qk, packed, 0, rows);
-      ASSERT_TRUE(same_bits(want, got)) << v.name << (packed ? " packed" : "") << " rows " << rows << " cols " << cols << " k " << k
-                                        << (zeros ? " zeros" : "") << ": " << first_difference(want, got, p.ldo);
+      ASSERT_TRUE(same_bits(want, got)) << v.name << (packed ? " packed" : "") << " rows " << rows << " cols " << cols
+                                        << " k " << k << (zeros ? " zeros" : "") << ": "
+                                        << first_difference(want, got, p.ldo);
     }
   }
 }
@@ -152,7 +158,8 @@ TEST(CpuQuantInt8, EveryTileVariantGivesTheReferenceBits) {
   std::mt19937 g(21);
   for (int64_t k : {1, 3, 64, 100, 128, 192})
     for (int64_t rows : {1, 2, 3, 15, 16, 17, 31, 32, 33, 64, 70})
-      for (int64_t cols : {1, 15, 16, 17, 33, 100, 300}) check_shape(g, variants, rows, cols, k, (rows + cols) % 2 == 0);
+      for (int64_t cols : {1, 15, 16, 17, 33, 100, 300})
+        check_shape(g, variants, rows, cols, k, (rows + cols) % 2 == 0);
   for (int64_t k : {2048, 2100, 4096})
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 300}, {2, 17}, {17, 64}, {64, 33}, {70, 16}})
       for (bool zeros : {false, true}) check_shape(g, variants, rows, cols, k, zeros);
@@ -192,7 +199,8 @@ TEST(CpuQuantInt8, OpCasesMatchReferenceOnEveryVariant) {
       ASSERT_NE(e, nullptr);
       ASSERT_NE(ref, nullptr);
       for (const Case& c : cases_for(op))
-        if (c.applies_to(DType::I8)) run_case(op, c, DType::I8, e->fn, ref->fn, e->kernel_name + " [" + v.name + ", case " + c.name + "]");
+        if (c.applies_to(DType::I8))
+          run_case(op, c, DType::I8, e->fn, ref->fn, e->kernel_name + " [" + v.name + ", case " + c.name + "]");
     }
   }
 }
@@ -222,8 +230,8 @@ TEST(CpuQuantInt8, FusedMoeRowAloneEqualsRowInBatch) {
     Tensor out = Tensor::empty(DType::F32, {r1 - r0, h});
     MoeMetadata meta;
     meta.num_tokens = r1 - r0;
-    k.fn(FusedMoeArgs{hidden.slice_rows(r0, r1), ew.get(), weights.slice_rows(r0, r1), ids.slice_rows(r0, r1), out, &meta,
-                      MatmulPrecision::Quantized});
+    k.fn(FusedMoeArgs{hidden.slice_rows(r0, r1), ew.get(), weights.slice_rows(r0, r1), ids.slice_rows(r0, r1), out,
+                      &meta, MatmulPrecision::Quantized});
     return out;
   };
   for (const Int8Variant& v : variants) {

@@ -45,10 +45,10 @@ void time_quant_linear(DType dt, int variant, int64_t rows, int64_t out, int64_t
   const double t0 = seconds_now();
   for (int i = 0; i < reps; ++i) k.fn(args);
   const double sec = (seconds_now() - t0) / reps;
-  std::printf("linear %s (%s) %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n", dtype_name(dt).data(),
-              w.quant->describe().c_str(), static_cast<long long>(rows), static_cast<long long>(out), static_cast<long long>(in),
-              sec * 1e3, static_cast<double>(w.values.nbytes()) / sec / 1e9,
-              static_cast<double>(rows * out * in) / sec / 1e9);
+  std::printf("linear %s (%s) %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n",
+              dtype_name(dt).data(), w.quant->describe().c_str(), static_cast<long long>(rows),
+              static_cast<long long>(out), static_cast<long long>(in), sec * 1e3,
+              static_cast<double>(w.values.nbytes()) / sec / 1e9, static_cast<double>(rows * out * in) / sec / 1e9);
 }
 
 // The same shape with dense bf16 weights, for comparison.
@@ -62,9 +62,9 @@ void time_bf16_linear(int64_t rows, int64_t out, int64_t in, int reps) {
   const double t0 = seconds_now();
   for (int i = 0; i < reps; ++i) k.fn(args);
   const double sec = (seconds_now() - t0) / reps;
-  std::printf("linear bf16 %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n", static_cast<long long>(rows),
-              static_cast<long long>(out), static_cast<long long>(in), sec * 1e3, static_cast<double>(w.nbytes()) / sec / 1e9,
-              static_cast<double>(rows * out * in) / sec / 1e9);
+  std::printf("linear bf16 %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n",
+              static_cast<long long>(rows), static_cast<long long>(out), static_cast<long long>(in), sec * 1e3,
+              static_cast<double>(w.nbytes()) / sec / 1e9, static_cast<double>(rows * out * in) / sec / 1e9);
 }
 
 TEST(CpuPerf, DISABLED_QuantLinearInCache) {  // 8 MB of weights: in the L3 cache, the kernels' compute ceiling
@@ -78,7 +78,8 @@ TEST(CpuPerf, DISABLED_QuantLinearInCache) {  // 8 MB of weights: in the L3 cach
 // The int8 (W8A8) linear alone, over the row counts where the tile choice changes (Isa::Amx packs from
 // 4 rows): 32 MiB of weights, past the L2.
 TEST(CpuPerf, DISABLED_QuantLinearInt8) {
-  for (int64_t rows : {1, 2, 3, 4, 8, 32, 512}) time_quant_linear(DType::I8, 0, rows, 16384, 2048, rows >= 512 ? 3 : 20);
+  for (int64_t rows : {1, 2, 3, 4, 8, 32, 512})
+    time_quant_linear(DType::I8, 0, rows, 16384, 2048, rows >= 512 ? 3 : 20);
 }
 
 TEST(CpuPerf, DISABLED_QuantLinear) {
@@ -86,9 +87,10 @@ TEST(CpuPerf, DISABLED_QuantLinear) {
   time_bf16_linear(32, 18992, 2048, 10);
   for (int64_t rows : {1, 8, 32, 512}) {
     const int reps = rows >= 512 ? 2 : 20;
-    time_quant_linear(DType::U8, 3, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);  // int4 group 64 asym, the lm_head
+    time_quant_linear(DType::U8, 3, rows, 151936 / (rows >= 32 ? 8 : 1), 2048,
+                      reps);  // int4 group 64 asym, the lm_head
     time_quant_linear(DType::U8, -1, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);  // int4 group 128
-    time_quant_linear(DType::I8, 0, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);  // int8 channel
+    time_quant_linear(DType::I8, 0, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);   // int8 channel
   }
 }
 
@@ -128,9 +130,11 @@ TEST(CpuPerf, DISABLED_QuantInt8Tiles) {
           cpu::set_avx_vnni_enabled(vs[vi].vnni);
           const cpu::QuantKernels* qk = cpu::quant_kernels();
           auto once = [&] {
-            cpu::Int8Tile t{x.data(), k, xs.data(), sums.data(), w.data(), k, ws.data(), nullptr, k, out.data(), cols, rows, cols};
+            cpu::Int8Tile t{x.data(), k, xs.data(),  sums.data(), w.data(), k,   ws.data(),
+                            nullptr,  k, out.data(), cols,        rows,     cols};
             if (qk->int8_pack) {
-              for (int64_t b = 0; b < rows; b += 16) qk->int8_pack(x.data() + b * k, k, std::min<int64_t>(16, rows - b), xp.data() + b * k);
+              for (int64_t b = 0; b < rows; b += 16)
+                qk->int8_pack(x.data() + b * k, k, std::min<int64_t>(16, rows - b), xp.data() + b * k);
               t.xp = xp.data();
             }
             qk->int8_tile(t);
@@ -140,11 +144,12 @@ TEST(CpuPerf, DISABLED_QuantInt8Tiles) {
           for (int i = 0; i < reps; ++i) once();
           best[vi] = std::min(best[vi], (seconds_now() - t0) / reps);
         }
-      std::printf("int8 tile %lld rows x %lld cols x k %lld:", static_cast<long long>(rows), static_cast<long long>(cols),
-                  static_cast<long long>(k));
+      std::printf("int8 tile %lld rows x %lld cols x k %lld:", static_cast<long long>(rows),
+                  static_cast<long long>(cols), static_cast<long long>(k));
       for (size_t vi = 0; vi < vs.size(); ++vi)
         std::printf("  %s %.3f ms (%.0f GMAC/s, %.1f GB/s)", vs[vi].name, best[vi] * 1e3,
-                    static_cast<double>(rows * cols * k) / best[vi] / 1e9, static_cast<double>(cols * k) / best[vi] / 1e9);
+                    static_cast<double>(rows * cols * k) / best[vi] / 1e9,
+                    static_cast<double>(cols * k) / best[vi] / 1e9);
       std::printf("\n");
     }
   }
@@ -201,8 +206,8 @@ TEST(CpuPerf, DISABLED_AmxInt8Peak) {
     for (bool sign : {false, true}) {
       const double sec = sign ? amx_int8_loop<true>(iters) : amx_int8_loop<false>(iters);
       const double ops = 2.0 * 4 * 16 * 16 * 64 * static_cast<double>(iters);  // a multiply and an add per MAC
-      std::printf("%s register-only, one thread: %.0f GOP/s (%.1f ns per instruction)\n", sign ? "TDPBSSD" : "TDPBUSD", ops / sec / 1e9,
-                  sec / (4.0 * static_cast<double>(iters)) * 1e9);
+      std::printf("%s register-only, one thread: %.0f GOP/s (%.1f ns per instruction)\n", sign ? "TDPBSSD" : "TDPBUSD",
+                  ops / sec / 1e9, sec / (4.0 * static_cast<double>(iters)) * 1e9);
     }
 }
 #endif

@@ -39,7 +39,8 @@ TEST(GatedDeltaRuleForms, DecodingSequencesAreBitIdenticalInBothForms) {
     Outs a = clone_all(rec.outs), b = clone_all(chk.outs);
     rec.call(e->fn, a);
     chk.call(e->fn, b);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(bit_equal(a[i], b[i])) << e->kernel_name << " " << rec.out_names[i];
+    for (size_t i = 0; i < a.size(); ++i)
+      EXPECT_TRUE(bit_equal(a[i], b[i])) << e->kernel_name << " " << rec.out_names[i];
   }
 }
 

@@ -32,16 +32,19 @@ inline std::vector<Case> zero_centered_rms_norm_cases() {
                   Instance inst;
                   if (alias) {
                     inst = Instance{{"residual", "x=out"}, {res, x}, {}};
-                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>(
-                        [=](const Outs& o) { return ZeroCenteredRmsNormArgs{o[1], o[0], w, o[1], 1e-6f}; });
+                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>([=](const Outs& o) {
+                      return ZeroCenteredRmsNormArgs{o[1], o[0], w, o[1], 1e-6f};
+                    });
                   } else if (residual) {
                     inst = Instance{{"residual", "out"}, {res, rand_f32(g, xs)}, {}};
-                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>(
-                        [=](const Outs& o) { return ZeroCenteredRmsNormArgs{x, o[0], w, o[1], 1e-6f}; });
+                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>([=](const Outs& o) {
+                      return ZeroCenteredRmsNormArgs{x, o[0], w, o[1], 1e-6f};
+                    });
                   } else {
                     inst = Instance{{"out"}, {rand_f32(g, xs)}, {}};
-                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>(
-                        [=](const Outs& o) { return ZeroCenteredRmsNormArgs{x, Tensor(), w, o[0], 1e-6f}; });
+                    inst.call = make_call<OpType::ZeroCenteredRmsNorm>([=](const Outs& o) {
+                      return ZeroCenteredRmsNormArgs{x, Tensor(), w, o[0], 1e-6f};
+                    });
                   }
                   return inst;
                 }};
@@ -53,11 +56,12 @@ inline std::vector<Case> zero_centered_rms_norm_cases() {
 
 inline std::vector<Case> l2_norm_cases() {
   auto mk = [](std::string name, int64_t n, int64_t w, int64_t heads, int64_t d) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
-                  Instance inst{{"x"}, {rand_tensor(g, dt, {n, w}, -2.0f, 2.0f)}, {}};
-                  inst.call = make_call<OpType::L2Norm>([=](const Outs& o) { return L2NormArgs{o[0], heads, d, 1e-6f}; });
-                  return inst;
-                }};
+    return Case{
+        name, [=](DType dt, std::mt19937& g) {
+          Instance inst{{"x"}, {rand_tensor(g, dt, {n, w}, -2.0f, 2.0f)}, {}};
+          inst.call = make_call<OpType::L2Norm>([=](const Outs& o) { return L2NormArgs{o[0], heads, d, 1e-6f}; });
+          return inst;
+        }};
   };
   // Columns past heads * d (the v part of a conv output) must stay untouched.
   return {mk("1tok_4heads_d16_of_w100", 1, 100, 4, 16), mk("7tok_2heads_d33_of_w66", 7, 66, 2, 33),
@@ -73,10 +77,12 @@ inline std::vector<Case> causal_conv1d_cases() {
                   Tensor x = rand_f32(g, {st.attn.rows, c}, -2.0f, 2.0f);
                   Tensor w = rand_tensor(g, dt, {c, kw}, -1.0f, 1.0f);
                   // Fresh sequences must ignore what their slot holds, so every slot starts non-zero.
-                  Instance inst{{"conv_state", "out"}, {rand_f32(g, {st.slots, kw - 1, c}), rand_f32(g, {st.attn.rows, c})}, {}};
+                  Instance inst{
+                      {"conv_state", "out"}, {rand_f32(g, {st.slots, kw - 1, c}), rand_f32(g, {st.attn.rows, c})}, {}};
                   auto meta = st.attn.meta;
-                  inst.call = make_call<OpType::CausalConv1d>(
-                      [=](const Outs& o) { return CausalConv1dArgs{x, w, o[0], o[1], meta.get()}; });
+                  inst.call = make_call<OpType::CausalConv1d>([=](const Outs& o) {
+                    return CausalConv1dArgs{x, w, o[0], o[1], meta.get()};
+                  });
                   return inst;
                 }};
   };
@@ -95,8 +101,9 @@ inline std::vector<Case> gdn_gating_cases() {
                   Tensor ba = rand_f32(g, {n, 2 * nv}, -25.0f, 25.0f);  // a + dt_bias past softplus' threshold too
                   Tensor a_log = rand_tensor(g, dt, {nv}, -2.0f, 1.0f), dt_bias = rand_tensor(g, dt, {nv}, -1.0f, 1.0f);
                   Instance inst{{"g", "beta"}, {rand_f32(g, {n, nv}), rand_f32(g, {n, nv})}, {}};
-                  inst.call = make_call<OpType::GdnGating>(
-                      [=](const Outs& o) { return GdnGatingArgs{ba, a_log, dt_bias, o[0], o[1]}; });
+                  inst.call = make_call<OpType::GdnGating>([=](const Outs& o) {
+                    return GdnGatingArgs{ba, a_log, dt_bias, o[0], o[1]};
+                  });
                   return inst;
                 }};
   };
@@ -140,9 +147,8 @@ inline Instance delta_rule_instance(const DeltaRuleShape& sh, DeltaRuleForm form
                 {}};
   auto meta = st.attn.meta;
   const int64_t nk = sh.nk;
-  inst.call = make_call<OpType::GatedDeltaRule>([=](const Outs& o) {
-    return GatedDeltaRuleArgs{qkv, gdecay, beta, o[0], o[1], nk, scale, form, meta.get()};
-  });
+  inst.call = make_call<OpType::GatedDeltaRule>(
+      [=](const Outs& o) { return GatedDeltaRuleArgs{qkv, gdecay, beta, o[0], o[1], nk, scale, form, meta.get()}; });
   return inst;
 }
 
@@ -164,10 +170,14 @@ inline std::vector<Case> gated_rms_norm_cases() {
                   Instance inst;
                   if (alias) {
                     inst = Instance{{"x=out"}, {x}, {}};
-                    inst.call = make_call<OpType::GatedRmsNorm>([=](const Outs& o) { return GatedRmsNormArgs{o[0], z, w, o[0], 1e-6f}; });
+                    inst.call = make_call<OpType::GatedRmsNorm>([=](const Outs& o) {
+                      return GatedRmsNormArgs{o[0], z, w, o[0], 1e-6f};
+                    });
                   } else {
                     inst = Instance{{"out"}, {rand_f32(g, xs)}, {}};
-                    inst.call = make_call<OpType::GatedRmsNorm>([=](const Outs& o) { return GatedRmsNormArgs{x, z, w, o[0], 1e-6f}; });
+                    inst.call = make_call<OpType::GatedRmsNorm>([=](const Outs& o) {
+                      return GatedRmsNormArgs{x, z, w, o[0], 1e-6f};
+                    });
                   }
                   return inst;
                 }};
@@ -178,12 +188,13 @@ inline std::vector<Case> gated_rms_norm_cases() {
 
 inline std::vector<Case> sigmoid_gate_mul_cases() {
   auto mk = [](std::string name, int64_t n, int64_t m) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
-                  Tensor gate = rand_f32(g, {n, m}, -6.0f, 6.0f);
-                  Instance inst{{"x"}, {rand_tensor(g, dt, {n, m}, -2.0f, 2.0f)}, {}};
-                  inst.call = make_call<OpType::SigmoidGateMul>([=](const Outs& o) { return SigmoidGateMulArgs{gate, o[0]}; });
-                  return inst;
-                }};
+    return Case{
+        name, [=](DType dt, std::mt19937& g) {
+          Tensor gate = rand_f32(g, {n, m}, -6.0f, 6.0f);
+          Instance inst{{"x"}, {rand_tensor(g, dt, {n, m}, -2.0f, 2.0f)}, {}};
+          inst.call = make_call<OpType::SigmoidGateMul>([=](const Outs& o) { return SigmoidGateMulArgs{gate, o[0]}; });
+          return inst;
+        }};
   };
   return {mk("1x64", 1, 64), mk("7x33", 7, 33), mk("300x128", 300, 128)};
 }

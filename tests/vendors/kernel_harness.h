@@ -48,7 +48,8 @@ inline const HarnessRegistry& harness_registry() {
     register_builtin_vendors(r->reg);
     try {
       const std::string dir = OPCHAIN_TEST_PLUGIN_DIR;
-      load_vendor_plugins(r->reg, {dir + "/libexample.so", dir + "/libtest_plugin_abi11.so", dir + "/libtest_plugin_fakedev.so"});
+      load_vendor_plugins(
+          r->reg, {dir + "/libexample.so", dir + "/libtest_plugin_abi11.so", dir + "/libtest_plugin_fakedev.so"});
     } catch (const Error& e) {
       r->load_error = e.what();
     }
@@ -99,8 +100,10 @@ template <OpType Op, class Build>
 CallFn make_call(Build build) {
   return [build](void (*fn)(), const Outs& outs) {
     const typename OpTraits<Op>::Args args = build(outs);
-    if (fn) reinterpret_cast<typename OpTraits<Op>::Fn>(fn)(args);
-    else expect_writes_compared(op_key(Op), args, outs);
+    if (fn)
+      reinterpret_cast<typename OpTraits<Op>::Fn>(fn)(args);
+    else
+      expect_writes_compared(op_key(Op), args, outs);
     return OpTraits<Op>::dispatch_dtype(args);
   };
 }
@@ -117,10 +120,17 @@ inline int randint(std::mt19937& g, int lo, int hi) {  // [lo, hi]
 // Element i of a float-typed tensor (f32, bf16, f16) set to v.
 inline void set_float(Tensor& t, int64_t i, float v) {
   switch (t.dtype()) {
-    case DType::F32: t.data<float>()[i] = v; break;
-    case DType::BF16: t.data<uint16_t>()[i] = f32_to_bf16(v); break;
-    case DType::F16: t.data<uint16_t>()[i] = f32_to_f16(v); break;
-    default: ADD_FAILURE() << "set_float: not a float tensor " << t.desc();
+    case DType::F32:
+      t.data<float>()[i] = v;
+      break;
+    case DType::BF16:
+      t.data<uint16_t>()[i] = f32_to_bf16(v);
+      break;
+    case DType::F16:
+      t.data<uint16_t>()[i] = f32_to_f16(v);
+      break;
+    default:
+      ADD_FAILURE() << "set_float: not a float tensor " << t.desc();
   }
 }
 // Uniform in [lo, hi), stored as `dtype` (f32, bf16, f16).
@@ -167,7 +177,8 @@ inline std::string compare(const Tensor& ref, const Tensor& got, double tol) {
   if (!is_float) {
     const size_t es = dtype_size(ref.dtype());
     for (int64_t i = 0; i < ref.numel(); ++i) {
-      if (std::memcmp(static_cast<const char*>(ref.raw()) + i * es, static_cast<const char*>(got.raw()) + i * es, es) != 0) {
+      if (std::memcmp(static_cast<const char*>(ref.raw()) + i * es, static_cast<const char*>(got.raw()) + i * es, es) !=
+          0) {
         std::ostringstream os;
         int64_t r = 0, g = 0;
         std::memcpy(&r, static_cast<const char*>(ref.raw()) + i * es, es);
@@ -212,7 +223,8 @@ inline uint32_t seed_of(std::string_view s) {
 
 // Runs `kernel` and the reference kernel on one case and records gtest failures naming `what`.
 // The kernel runs twice: its two results must be bit-identical (deterministic across runs).
-inline void run_case(OpType op, const Case& c, DType dtype, void (*kernel)(), void (*reference)(), const std::string& what) {
+inline void run_case(OpType op, const Case& c, DType dtype, void (*kernel)(), void (*reference)(),
+                     const std::string& what) {
   std::mt19937 rng(seed_of(std::string(op_key(op)) + "/" + c.name + "/" + std::string(dtype_name(dtype))));
   const Instance inst = c.make(dtype, rng);
   ASSERT_EQ(inst.outs.size(), inst.out_names.size()) << what;
@@ -228,8 +240,8 @@ inline void run_case(OpType op, const Case& c, DType dtype, void (*kernel)(), vo
   for (size_t i = 0; i < ref.size(); ++i) {
     const std::string err = compare(ref[i], got[i], tol);
     EXPECT_TRUE(err.empty()) << what << ", output '" << inst.out_names[i] << "' " << got[i].desc() << ": " << err;
-    EXPECT_TRUE(bit_equal(got[i], again[i])) << what << ", output '" << inst.out_names[i]
-                                             << "': two runs of the kernel differ (not deterministic)";
+    EXPECT_TRUE(bit_equal(got[i], again[i]))
+        << what << ", output '" << inst.out_names[i] << "': two runs of the kernel differ (not deterministic)";
   }
 }
 
@@ -350,22 +362,22 @@ inline std::vector<Case> embedding_cases() {
 }
 
 inline std::vector<Case> linear_cases() {
-  auto mk = [](std::string name, Shape xs, int64_t out_f, bool bias,
-               MatmulPrecision precision = MatmulPrecision::F32) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
-                  const int64_t in = xs[xs.ndim - 1], rows = xs.numel() / in;
-                  Tensor x = rand_f32(g, xs);
-                  const float ws = 1.0f / std::sqrt(static_cast<float>(in));
-                  Tensor w = rand_tensor(g, dt, {out_f, in}, -ws, ws);
-                  Tensor b = bias ? rand_tensor(g, dt, {out_f}) : Tensor();
-                  Instance inst{{"out"}, {rand_f32(g, {rows, out_f})}, {}};
-                  inst.call = make_call<OpType::Linear>([=](const Outs& o) { return LinearArgs{x, w, b, o[0], precision}; });
-                  return inst;
-                }};
+  auto mk = [](std::string name, Shape xs, int64_t out_f, bool bias, MatmulPrecision precision = MatmulPrecision::F32) {
+    return Case{
+        name, [=](DType dt, std::mt19937& g) {
+          const int64_t in = xs[xs.ndim - 1], rows = xs.numel() / in;
+          Tensor x = rand_f32(g, xs);
+          const float ws = 1.0f / std::sqrt(static_cast<float>(in));
+          Tensor w = rand_tensor(g, dt, {out_f, in}, -ws, ws);
+          Tensor b = bias ? rand_tensor(g, dt, {out_f}) : Tensor();
+          Instance inst{{"out"}, {rand_f32(g, {rows, out_f})}, {}};
+          inst.call = make_call<OpType::Linear>([=](const Outs& o) { return LinearArgs{x, w, b, o[0], precision}; });
+          return inst;
+        }};
   };
-  return {mk("1tok_64to32", {1, 64}, 32, false),      mk("7x33_to_17_bias", {7, 33}, 17, true),
+  return {mk("1tok_64to32", {1, 64}, 32, false), mk("7x33_to_17_bias", {7, 33}, 17, true),
           mk("300tok_64to48_bias", {300, 64}, 48, true), mk("37x300_to_70", {37, 300}, 70, false),
-          mk("3d_2x5x40_to_24", {2, 5, 40}, 24, true),   mk("1tok_1000to96", {1, 1000}, 96, false),
+          mk("3d_2x5x40_to_24", {2, 5, 40}, 24, true), mk("1tok_1000to96", {1, 1000}, 96, false),
           mk("5tok_129to130", {5, 129}, 130, true),
           // Note [Matmul precision]: bf16 activations (a no-op for f32 and f16 weights). Rows 1-4 take the
           // few-row kernels, 9 and 37 the 8-row blocks; k 2048 is a real hidden size, 257 a partial vector.
@@ -377,34 +389,37 @@ inline std::vector<Case> linear_cases() {
 
 inline std::vector<Case> norm_cases(bool add) {
   auto mk = [add](std::string name, Shape xs, bool alias) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
-                  const int64_t h = xs[xs.ndim - 1];
-                  Tensor x = rand_f32(g, xs, -2.0f, 2.0f);
-                  Tensor w = rand_tensor(g, dt, {h}, 0.5f, 1.5f);
-                  const float eps = 1e-6f;
-                  Instance inst;
-                  if (!add) {
-                    if (alias) {
-                      inst = Instance{{"x=out"}, {x}, {}};
-                      inst.call = make_call<OpType::RmsNorm>([=](const Outs& o) { return RmsNormArgs{o[0], w, o[0], eps}; });
-                    } else {
-                      inst = Instance{{"out"}, {rand_f32(g, xs)}, {}};
-                      inst.call = make_call<OpType::RmsNorm>([=](const Outs& o) { return RmsNormArgs{x, w, o[0], eps}; });
-                    }
-                  } else {
-                    Tensor res = rand_f32(g, xs, -2.0f, 2.0f);
-                    if (alias) {
-                      inst = Instance{{"residual", "x=out"}, {res, x}, {}};
-                      inst.call = make_call<OpType::AddRmsNorm>(
-                          [=](const Outs& o) { return AddRmsNormArgs{o[1], o[0], w, o[1], eps}; });
-                    } else {
-                      inst = Instance{{"residual", "out"}, {res, rand_f32(g, xs)}, {}};
-                      inst.call = make_call<OpType::AddRmsNorm>(
-                          [=](const Outs& o) { return AddRmsNormArgs{x, o[0], w, o[1], eps}; });
-                    }
-                  }
-                  return inst;
-                }};
+    return Case{
+        name, [=](DType dt, std::mt19937& g) {
+          const int64_t h = xs[xs.ndim - 1];
+          Tensor x = rand_f32(g, xs, -2.0f, 2.0f);
+          Tensor w = rand_tensor(g, dt, {h}, 0.5f, 1.5f);
+          const float eps = 1e-6f;
+          Instance inst;
+          if (!add) {
+            if (alias) {
+              inst = Instance{{"x=out"}, {x}, {}};
+              inst.call = make_call<OpType::RmsNorm>([=](const Outs& o) { return RmsNormArgs{o[0], w, o[0], eps}; });
+            } else {
+              inst = Instance{{"out"}, {rand_f32(g, xs)}, {}};
+              inst.call = make_call<OpType::RmsNorm>([=](const Outs& o) { return RmsNormArgs{x, w, o[0], eps}; });
+            }
+          } else {
+            Tensor res = rand_f32(g, xs, -2.0f, 2.0f);
+            if (alias) {
+              inst = Instance{{"residual", "x=out"}, {res, x}, {}};
+              inst.call = make_call<OpType::AddRmsNorm>([=](const Outs& o) {
+                return AddRmsNormArgs{o[1], o[0], w, o[1], eps};
+              });
+            } else {
+              inst = Instance{{"residual", "out"}, {res, rand_f32(g, xs)}, {}};
+              inst.call = make_call<OpType::AddRmsNorm>([=](const Outs& o) {
+                return AddRmsNormArgs{x, o[0], w, o[1], eps};
+              });
+            }
+          }
+          return inst;
+        }};
   };
   return {mk("1x64", {1, 64}, false), mk("7x33", {7, 33}, false), mk("300x128", {300, 128}, false),
           mk("3d_3x5x33", {3, 5, 33}, false), mk("alias_out_is_x_7x33", {7, 33}, true)};
@@ -419,8 +434,9 @@ inline std::vector<Case> rotary_embedding_cases() {
                   for (int64_t j = 0; j < half; ++j)
                     set_float(inv, j, std::pow(10000.0f, -2.0f * static_cast<float>(j) / static_cast<float>(d)));
                   Instance inst{{"cos", "sin"}, {rand_f32(g, {n, half}), rand_f32(g, {n, half})}, {}};
-                  inst.call = make_call<OpType::RotaryEmbedding>(
-                      [=](const Outs& o) { return RotaryEmbeddingArgs{pos, inv, scaling, o[0], o[1]}; });
+                  inst.call = make_call<OpType::RotaryEmbedding>([=](const Outs& o) {
+                    return RotaryEmbeddingArgs{pos, inv, scaling, o[0], o[1]};
+                  });
                   return inst;
                 }};
   };
@@ -433,8 +449,9 @@ inline std::vector<Case> apply_rotary_cases() {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   Tensor cos = rand_f32(g, {n, d / 2}), sin = rand_f32(g, {n, d / 2});
                   Instance inst{{"q", "k"}, {rand_tensor(g, dt, {n, hq, d}), rand_f32(g, {n, hk, d})}, {}};
-                  inst.call = make_call<OpType::ApplyRotaryPosEmb>(
-                      [=](const Outs& o) { return ApplyRotaryPosEmbArgs{o[0], o[1], cos, sin}; });
+                  inst.call = make_call<OpType::ApplyRotaryPosEmb>([=](const Outs& o) {
+                    return ApplyRotaryPosEmbArgs{o[0], o[1], cos, sin};
+                  });
                   return inst;
                 }};
   };
@@ -443,8 +460,9 @@ inline std::vector<Case> apply_rotary_cases() {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   Tensor cos = rand_f32(g, {n, rd / 2}), sin = rand_f32(g, {n, rd / 2});
                   Instance inst{{"q", "k"}, {rand_tensor(g, dt, {n, hq, d}), rand_f32(g, {n, hk, d})}, {}};
-                  inst.call = make_call<OpType::ApplyRotaryPosEmb>(
-                      [=](const Outs& o) { return ApplyRotaryPosEmbArgs{o[0], o[1], cos, sin}; });
+                  inst.call = make_call<OpType::ApplyRotaryPosEmb>([=](const Outs& o) {
+                    return ApplyRotaryPosEmbArgs{o[0], o[1], cos, sin};
+                  });
                   return inst;
                 }};
   };
@@ -458,12 +476,14 @@ inline std::vector<Case> fill_kv_cache_cases() {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   AttnSetup s = make_attn(g, seqs, bs, pad, false);
                   Tensor k = rand_f32(g, {s.rows, hk, d}), v = rand_f32(g, {s.rows, hk, d});
-                  Instance inst{{"k_cache", "v_cache"},
-                                {rand_tensor(g, dt, {s.num_blocks, bs, hk, d}), rand_tensor(g, dt, {s.num_blocks, bs, hk, d})},
-                                {}};
+                  Instance inst{
+                      {"k_cache", "v_cache"},
+                      {rand_tensor(g, dt, {s.num_blocks, bs, hk, d}), rand_tensor(g, dt, {s.num_blocks, bs, hk, d})},
+                      {}};
                   auto meta = s.meta;
-                  inst.call = make_call<OpType::FillKvCache>(
-                      [=](const Outs& o) { return FillKvCacheArgs{k, v, o[0], o[1], meta.get()}; });
+                  inst.call = make_call<OpType::FillKvCache>([=](const Outs& o) {
+                    return FillKvCacheArgs{k, v, o[0], o[1], meta.get()};
+                  });
                   return inst;
                 }};
   };
@@ -492,7 +512,8 @@ inline std::vector<Case> prefill_attention_cases() {
 }
 
 inline std::vector<Case> paged_prefill_attention_cases() {
-  auto mk = [](std::string name, std::vector<SeqLens> seqs, int64_t bs, int64_t pad, int64_t hq, int64_t hk, int64_t d) {
+  auto mk = [](std::string name, std::vector<SeqLens> seqs, int64_t bs, int64_t pad, int64_t hq, int64_t hk,
+               int64_t d) {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   AttnSetup s = make_attn(g, seqs, bs, pad, false);
                   Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
@@ -551,11 +572,13 @@ inline std::vector<Case> gated_act_cases(bool swiglu) {
 }
 
 inline std::vector<Case> gating_cases() {
-  auto mk = [](std::string name, int64_t n, int64_t e, int64_t k, bool renorm, int64_t groups, int64_t keep, bool ties) {
+  auto mk = [](std::string name, int64_t n, int64_t e, int64_t k, bool renorm, int64_t groups, int64_t keep,
+               bool ties) {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   Tensor logits = rand_tensor(g, dt, {n, e}, -3.0f, 3.0f);
                   if (ties)  // few distinct values: ties between experts and between groups
-                    for (int64_t i = 0; i < n * e; ++i) set_float(logits, i, 0.5f * static_cast<float>(randint(g, 0, 2)));
+                    for (int64_t i = 0; i < n * e; ++i)
+                      set_float(logits, i, 0.5f * static_cast<float>(randint(g, 0, 2)));
                   auto meta = std::make_shared<MoeMetadata>();
                   meta->num_tokens = n;
                   meta->router_n_groups = groups;
@@ -595,7 +618,8 @@ inline std::string moe_shape_name(const MoeShape& s) {
   return n;
 }
 
-inline std::shared_ptr<ExpertWeights> make_experts(std::mt19937& g, DType dt, int64_t experts, int64_t h, int64_t inter) {
+inline std::shared_ptr<ExpertWeights> make_experts(std::mt19937& g, DType dt, int64_t experts, int64_t h,
+                                                   int64_t inter) {
   auto w = std::make_shared<ExpertWeights>();
   const float sh = 1.0f / std::sqrt(static_cast<float>(h)), si = 1.0f / std::sqrt(static_cast<float>(inter));
   for (int64_t e = 0; e < experts; ++e) {
@@ -610,18 +634,19 @@ inline std::vector<Case> fused_moe_cases() {
   std::vector<Case> cases;
   for (const MoeShape& s : moe_shapes()) {
     for (MatmulPrecision precision : {MatmulPrecision::F32, MatmulPrecision::Bf16})
-    cases.push_back({moe_shape_name(s) + (precision == MatmulPrecision::Bf16 ? "_bf16x" : ""), [s, precision](DType dt, std::mt19937& g) {
-                       const int64_t rows = s.n + s.pad;
-                       Tensor hidden = rand_f32(g, {rows, s.h}, -2.0f, 2.0f), ids, weights;
-                       make_routing(g, rows, s.k, s.allowed, ids, weights);
-                       auto experts = make_experts(g, dt, s.experts, s.h, s.inter);
-                       auto meta = make_moe_meta(s.n, s.pad, s.masked);
-                       Instance inst{{"out"}, {rand_f32(g, {rows, s.h})}, {}};
-                       inst.call = make_call<OpType::FusedMoe>([=](const Outs& o) {
-                         return FusedMoeArgs{hidden, experts.get(), weights, ids, o[0], meta.get(), precision};
-                       });
-                       return inst;
-                     }});
+      cases.push_back({moe_shape_name(s) + (precision == MatmulPrecision::Bf16 ? "_bf16x" : ""),
+                       [s, precision](DType dt, std::mt19937& g) {
+                         const int64_t rows = s.n + s.pad;
+                         Tensor hidden = rand_f32(g, {rows, s.h}, -2.0f, 2.0f), ids, weights;
+                         make_routing(g, rows, s.k, s.allowed, ids, weights);
+                         auto experts = make_experts(g, dt, s.experts, s.h, s.inter);
+                         auto meta = make_moe_meta(s.n, s.pad, s.masked);
+                         Instance inst{{"out"}, {rand_f32(g, {rows, s.h})}, {}};
+                         inst.call = make_call<OpType::FusedMoe>([=](const Outs& o) {
+                           return FusedMoeArgs{hidden, experts.get(), weights, ids, o[0], meta.get(), precision};
+                         });
+                         return inst;
+                       }});
   }
   return cases;
 }
@@ -635,9 +660,10 @@ inline std::vector<Case> moe_init_routing_cases() {
                        make_routing(g, rows, s.k, s.allowed, ids, weights);
                        auto meta = make_moe_meta(s.n, s.pad, s.masked);
                        const int64_t experts = s.experts;
-                       Instance inst{{"x_sorted", "expert_offsets", "pair_to_sorted"},
-                                     {rand_f32(g, {pairs, s.h}), rand_i32(g, {experts + 1}, -9, 9), rand_i32(g, {pairs}, -9, 9)},
-                                     {}};
+                       Instance inst{
+                           {"x_sorted", "expert_offsets", "pair_to_sorted"},
+                           {rand_f32(g, {pairs, s.h}), rand_i32(g, {experts + 1}, -9, 9), rand_i32(g, {pairs}, -9, 9)},
+                           {}};
                        inst.call = make_call<OpType::MoeInitRouting>([=](const Outs& o) {
                          return MoeInitRoutingArgs{x, ids, experts, meta.get(), o[0], o[1], o[2]};
                        });
@@ -649,8 +675,8 @@ inline std::vector<Case> moe_init_routing_cases() {
 
 inline std::vector<Case> grouped_matmul_cases() {
   // counts per expert (0 = receives no row), k_in, N, ld, col_offset, extra rows past the last expert
-  auto mk = [](std::string name, std::vector<int> counts, int64_t kin, int64_t nout, int64_t ld, int64_t col, int64_t extra,
-               MatmulPrecision precision = MatmulPrecision::F32) {
+  auto mk = [](std::string name, std::vector<int> counts, int64_t kin, int64_t nout, int64_t ld, int64_t col,
+               int64_t extra, MatmulPrecision precision = MatmulPrecision::F32) {
     return Case{name, [=](DType dt, std::mt19937& g) {
                   std::vector<int32_t> off{0};
                   for (int c : counts) off.push_back(off.back() + c);
@@ -688,8 +714,9 @@ inline std::vector<Case> moe_token_unpermute_cases() {
                   Tensor eo = rand_tensor(g, dt, {pairs, h}, -2.0f, 2.0f);
                   Tensor tw = rand_f32(g, {n, k}, 0.0f, 1.0f);
                   Instance inst{{"out"}, {rand_f32(g, {n, h})}, {}};
-                  inst.call = make_call<OpType::MoeTokenUnpermute>(
-                      [=](const Outs& o) { return MoeTokenUnpermuteArgs{eo, pts, tw, o[0]}; });
+                  inst.call = make_call<OpType::MoeTokenUnpermute>([=](const Outs& o) {
+                    return MoeTokenUnpermuteArgs{eo, pts, tw, o[0]};
+                  });
                   return inst;
                 }};
   };
@@ -702,7 +729,9 @@ inline std::vector<Case> sigmoid_gated_add_cases() {
                   Tensor gate = rand_f32(g, {n, 1}, -4.0f, 4.0f);
                   Tensor y = rand_tensor(g, dt, {n, h}, -2.0f, 2.0f);
                   Instance inst{{"out"}, {rand_f32(g, {n, h})}, {}};
-                  inst.call = make_call<OpType::SigmoidGatedAdd>([=](const Outs& o) { return SigmoidGatedAddArgs{gate, y, o[0]}; });
+                  inst.call = make_call<OpType::SigmoidGatedAdd>([=](const Outs& o) {
+                    return SigmoidGatedAddArgs{gate, y, o[0]};
+                  });
                   return inst;
                 }};
   };

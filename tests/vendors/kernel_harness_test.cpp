@@ -20,7 +20,8 @@ struct HarnessParam {
 };
 
 void PrintTo(const HarnessParam& p, std::ostream* os) {
-  *os << op_key(p.op) << " / " << p.vendor << " / " << dtype_name(p.dtype) << " / " << cases_for(p.op)[p.case_index].name;
+  *os << op_key(p.op) << " / " << p.vendor << " / " << dtype_name(p.dtype) << " / "
+      << cases_for(p.op)[p.case_index].name;
 }
 
 std::vector<HarnessParam> harness_params() {
@@ -73,7 +74,8 @@ TEST(HarnessCoverage, PluginVendorsLoad) {
     for (DType t : {DType::F32, DType::BF16}) EXPECT_NE(reg.find(op, "example", t), nullptr) << op_key(op);
   EXPECT_NE(reg.find(OpType::SiluAndMul, "example", DType::F32), nullptr);
   // Vendor ABI 1.1: the ops 1.0 could not marshal, run against reference like any vendor's.
-  for (OpType op : {OpType::PagedDecodeAttention, OpType::PagedPrefillAttention, OpType::FusedMoe, OpType::GroupedMatmul})
+  for (OpType op :
+       {OpType::PagedDecodeAttention, OpType::PagedPrefillAttention, OpType::FusedMoe, OpType::GroupedMatmul})
     for (DType t : {DType::F32, DType::BF16}) EXPECT_NE(reg.find(op, "abi11", t), nullptr) << op_key(op);
   EXPECT_NE(reg.find(OpType::PrefillAttention, "abi11", DType::F32), nullptr);
   EXPECT_NE(reg.find(OpType::GroupedMatmul, "fakedev", DType::BF16), nullptr);
@@ -102,7 +104,8 @@ TEST(HarnessCoverage, EveryVendorKernelHasReference) {
 
 TEST(HarnessCoverage, EveryOpHasShapeCases) {
   for (const OpInfo& info : kOpTable)
-    EXPECT_FALSE(cases_for(info.type).empty()) << "op '" << info.key << "' has no shape cases in tests/vendors/kernel_harness.h";
+    EXPECT_FALSE(cases_for(info.type).empty())
+        << "op '" << info.key << "' has no shape cases in tests/vendors/kernel_harness.h";
 }
 
 TEST(HarnessCoverage, EveryRegisteredDtypeHasCases) {
@@ -111,7 +114,8 @@ TEST(HarnessCoverage, EveryRegisteredDtypeHasCases) {
     for (const KernelEntry* e : reg.entries_for(info.type)) {
       bool any = false;
       for (const Case& c : cases_for(info.type)) any = any || c.applies_to(e->dtype);
-      EXPECT_TRUE(any) << info.key << "(" << dtype_name(e->dtype) << ") registered by " << e->vendor << " has no case that applies";
+      EXPECT_TRUE(any) << info.key << "(" << dtype_name(e->dtype) << ") registered by " << e->vendor
+                       << " has no case that applies";
     }
 }
 
@@ -143,7 +147,8 @@ TEST(HarnessSelfTest, CatchesWrongKernels) {
   for (auto* bad : {off_by_tolerance, does_nothing}) {
     ::testing::TestPartResultArray failures;
     {
-      ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
       run_case(OpType::SigmoidGatedAdd, c, DType::F32, reinterpret_cast<void (*)()>(bad), ref->fn, "bad kernel");
     }
     EXPECT_GE(failures.size(), 1) << "the harness accepted a wrong kernel";
@@ -151,7 +156,8 @@ TEST(HarnessSelfTest, CatchesWrongKernels) {
   // and the reference against itself passes
   ::testing::TestPartResultArray none;
   {
-    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &none);
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &none);
     run_case(OpType::SigmoidGatedAdd, c, DType::F32, ref->fn, ref->fn, "reference");
   }
   EXPECT_EQ(none.size(), 0);

@@ -60,7 +60,10 @@ TEST(PluginLoader, LoadsKernelsAndFallsBackPerOp) {
     reg.resolve(OpType::RmsNorm, "testplug", DType::I32);
     FAIL() << "resolved rms_norm(i32)";
   } catch (const UnsupportedOpError& e) {
-    EXPECT_NE(std::string(e.what()).find("on vendor 'testplug' (OpType::RmsNorm, key 'rms_norm'); nor on its fallback 'cpu'; registered:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "on vendor 'testplug' (OpType::RmsNorm, key 'rms_norm'); nor on its fallback 'cpu'; registered:"),
+              std::string::npos)
+        << e.what();
   }
   // The flag decides graph capture (HostGraphRunner refuses entries without capture_safe).
   EXPECT_FALSE(reg.resolve(OpType::SigmoidGateMul, "testplug", DType::F32).flags.capture_safe);
@@ -100,29 +103,33 @@ TEST(PluginLoader, KernelErrorNamesPluginVendorKeyAndDtype) {
   Registry reg = fresh_registry();
   const std::string path = plugin("test_plugin_failing");
   load_vendor_plugin(reg, path);
-  Tensor x = Tensor::empty(DType::F32, {1, 4}), w = Tensor::empty(DType::F32, {4}), out = Tensor::empty(DType::F32, {1, 4});
+  Tensor x = Tensor::empty(DType::F32, {1, 4}), w = Tensor::empty(DType::F32, {4}),
+         out = Tensor::empty(DType::F32, {1, 4});
   try {
     launch(resolve_kernel<OpType::RmsNorm>(reg, "failplug", DType::F32), RmsNormArgs{x, w, out, 1e-6f});
     FAIL() << "the failing kernel did not throw";
   } catch (const VendorPluginError& e) {
-    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path +
-                                         " (vendor 'failplug'): kernel failplug::rms_norm for rms_norm(f32) failed with "
-                                         "status 1: device lost");
+    EXPECT_EQ(std::string(e.what()),
+              "vendor plugin " + path +
+                  " (vendor 'failplug'): kernel failplug::rms_norm for rms_norm(f32) failed with "
+                  "status 1: device lost");
   }
   try {
     reg.vendor_info("failplug")->on_step_context(AttnMetadata{}, MoeMetadata{});
     FAIL() << "the failing hook did not throw";
   } catch (const VendorPluginError& e) {
-    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path +
-                                         " (vendor 'failplug'): update_step_context failed with status 1: no room for metadata");
+    EXPECT_EQ(std::string(e.what()),
+              "vendor plugin " + path +
+                  " (vendor 'failplug'): update_step_context failed with status 1: no room for metadata");
   }
 }
 
 TEST(PluginLoader, WrongMajorVersion) {
   const std::string path = plugin("test_plugin_wrong_major");
   EXPECT_EQ(load_error(path, "brokenplug"),
-            "vendor plugin " + path + ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must "
-            "match; rebuild the plugin against this opchain's vendor_abi.h)");
+            "vendor plugin " + path +
+                ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must "
+                "match; rebuild the plugin against this opchain's vendor_abi.h)");
 }
 
 TEST(PluginLoader, MissingEntrySymbol) {
@@ -135,7 +142,8 @@ TEST(PluginLoader, MissingEntrySymbol) {
 
 TEST(PluginLoader, InitFailure) {
   const std::string path = plugin("test_plugin_init_fails");
-  EXPECT_EQ(load_error(path, "brokenplug"), "vendor plugin " + path + ": opchain_vendor_plugin_init failed: no device found");
+  EXPECT_EQ(load_error(path, "brokenplug"),
+            "vendor plugin " + path + ": opchain_vendor_plugin_init failed: no device found");
 }
 
 TEST(PluginLoader, MissingFile) {
@@ -153,7 +161,10 @@ TEST(PluginLoader, DuplicateKernel) {
 TEST(PluginLoader, UnknownOpKey) {
   const std::string path = plugin("test_plugin_unknown_key");
   const std::string msg = load_error(path, "keyplug");
-  EXPECT_EQ(msg.rfind("vendor plugin " + path + ": kernel 0 (rms_nrom): unknown op key 'rms_nrom'; known keys: embedding, linear, rms_norm,", 0), 0u)
+  EXPECT_EQ(msg.rfind("vendor plugin " + path +
+                          ": kernel 0 (rms_nrom): unknown op key 'rms_nrom'; known keys: embedding, linear, rms_norm,",
+                      0),
+            0u)
       << msg;
 }
 
@@ -169,8 +180,9 @@ TEST(PluginLoader, UnknownFallbackVendor) {
 TEST(PluginLoader, AOneZeroPluginCannotTakeAnOpThatNeedsOneOne) {
   const std::string path = plugin("test_plugin_opaque_op");
   EXPECT_EQ(load_error(path, "moeplug"),
-            "vendor plugin " + path + ": kernel 0 (fused_moe): op 'fused_moe' has field 'experts' (expert_weights), "
-            "which vendor ABI 1.0 does not marshal; build the plugin against vendor ABI 1.1 or later");
+            "vendor plugin " + path +
+                ": kernel 0 (fused_moe): op 'fused_moe' has field 'experts' (expert_weights), "
+                "which vendor ABI 1.0 does not marshal; build the plugin against vendor ABI 1.1 or later");
 }
 
 // Since 1.1 no op of the table has a field without a C form (a new field type without one would make
@@ -282,15 +294,17 @@ TEST(PluginLoader, ImplWithoutRunIsRefused) {
 TEST(PluginLoader, VendorNameTaken) {
   // A library whose vendor name is taken in the registry it loads into.
   Registry reg2;
-  reg2.add_by_key("rms_norm", "example", DType::F32, builtin_registry().find(OpType::RmsNorm, "cpu", DType::F32)->fn, "x");
+  reg2.add_by_key("rms_norm", "example", DType::F32, builtin_registry().find(OpType::RmsNorm, "cpu", DType::F32)->fn,
+                  "x");
   register_builtin_vendors(reg2);
   const std::string path = plugin("example");
   try {
     load_vendor_plugin(reg2, path);
     FAIL() << "loaded a second 'example'";
   } catch (const VendorPluginError& e) {
-    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path + ": vendor 'example' is already registered (registered: cpu, "
-                                     "example, reference)");
+    EXPECT_EQ(std::string(e.what()), "vendor plugin " + path +
+                                         ": vendor 'example' is already registered (registered: cpu, "
+                                         "example, reference)");
   }
 }
 

@@ -21,7 +21,8 @@ inline QuantSpec quant_spec_for(DType dt, int variant, int64_t in) {
       if (variant == 2) return {QuantScheme::Int4Group, 24, false, false};  // in % 24 != 0: a short last group
       if (variant == 3) return {QuantScheme::Int4Group, 64, true, false};   // the AVX-512 tile's chunk
       return {QuantScheme::Int4Group, 32, false, false};
-    case DType::I8: return {QuantScheme::Int8Channel, 0, variant == 1 || variant == 3, false};
+    case DType::I8:
+      return {QuantScheme::Int8Channel, 0, variant == 1 || variant == 3, false};
     default:
       if (variant == 1) return {QuantScheme::Fp8Channel, 0, false, false};
       return {QuantScheme::Fp8Block, variant == 2 ? 48 : 32, false, false};  // 48: partial edge blocks
@@ -39,7 +40,9 @@ inline Weight make_quant_weight(std::mt19937& g, DType dt, int variant, int64_t 
   const int64_t groups = sp.group > 0 ? (in + sp.group - 1) / sp.group : 1;
   // Scales that put the dequantised weights near +-1/sqrt(in), as trained layers are (the codes' own
   // ranges: +-8 for int4, +-127 for int8, up to 448 for fp8, mostly tens).
-  const float code_range = sp.scheme == QuantScheme::Int4Group ? 8.0f : sp.scheme == QuantScheme::Int8Channel ? 127.0f : 100.0f;
+  const float code_range = sp.scheme == QuantScheme::Int4Group     ? 8.0f
+                           : sp.scheme == QuantScheme::Int8Channel ? 127.0f
+                                                                   : 100.0f;
   const float base = 1.0f / (code_range * std::sqrt(static_cast<float>(in)));
   q->scales = rand_f32(g, {out, groups}, 0.5f * base, 1.5f * base);
   Weight w;
@@ -49,20 +52,23 @@ inline Weight make_quant_weight(std::mt19937& g, DType dt, int variant, int64_t 
       for (int64_t i = 0; i < w.values.numel(); ++i) w.values.data<uint8_t>()[i] = static_cast<uint8_t>(g());
       if (sp.asym) {
         q->zeros = Tensor::empty(DType::F32, {out, groups});
-        for (int64_t i = 0; i < q->zeros.numel(); ++i) q->zeros.data<float>()[i] = static_cast<float>(randint(g, 0, 15));
+        for (int64_t i = 0; i < q->zeros.numel(); ++i)
+          q->zeros.data<float>()[i] = static_cast<float>(randint(g, 0, 15));
       }
       if (sp.g_idx) {  // act-order: channels assigned to groups out of order, each group still group_size wide
         std::vector<int32_t> perm = iota_i32(static_cast<int32_t>(in));
         std::shuffle(perm.begin(), perm.end(), g);
         q->group_of = Tensor::empty(DType::I32, {in});
-        for (int64_t k = 0; k < in; ++k) q->group_of.data<int32_t>()[k] = perm[static_cast<size_t>(k)] / static_cast<int32_t>(sp.group);
+        for (int64_t k = 0; k < in; ++k)
+          q->group_of.data<int32_t>()[k] = perm[static_cast<size_t>(k)] / static_cast<int32_t>(sp.group);
       }
       q->act = ActQuant::None;
       break;
     }
     case QuantScheme::Int8Channel:
       w.values = Tensor::empty(DType::I8, {out, in});
-      for (int64_t i = 0; i < w.values.numel(); ++i) w.values.data<int8_t>()[i] = static_cast<int8_t>(randint(g, -127, 127));
+      for (int64_t i = 0; i < w.values.numel(); ++i)
+        w.values.data<int8_t>()[i] = static_cast<int8_t>(randint(g, -127, 127));
       if (sp.asym) {
         q->zeros = Tensor::empty(DType::F32, {out, 1});
         for (int64_t i = 0; i < out; ++i) q->zeros.data<float>()[i] = static_cast<float>(randint(g, -20, 20));
@@ -95,12 +101,15 @@ inline std::vector<Case> quant_linear_cases() {
     int64_t rows, in, out;
     bool bias;
   };
-  for (const S& s : {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
+  for (const S& s :
+       {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
     for (int variant : {0, 1, 2, 3})
       for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
-        const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" + std::to_string(s.in) + "_to_" +
-                                 std::to_string(s.out) + (s.bias ? "_bias_" : "_") + precision_tag(p);
-        cases.push_back({name, [=](DType dt, std::mt19937& g) {
+        const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" +
+                                 std::to_string(s.in) + "_to_" + std::to_string(s.out) + (s.bias ? "_bias_" : "_") +
+                                 precision_tag(p);
+        cases.push_back({name,
+                         [=](DType dt, std::mt19937& g) {
                            Tensor x = rand_f32(g, {s.rows, s.in}, -2.0f, 2.0f);
                            const Weight w = make_quant_weight(g, dt, variant, s.out, s.in);
                            Tensor b = s.bias ? rand_f32(g, {s.out}) : Tensor();
@@ -134,8 +143,9 @@ inline std::vector<Case> quant_grouped_matmul_cases() {
                          }
                          Tensor offsets = i32_tensor(off);
                          Instance inst{{"out"}, {rand_f32(g, {m, 80})}, {}};
-                         inst.call = make_call<OpType::GroupedMatmul>(
-                             [=](const Outs& o) { return GroupedMatmulArgs{x, offsets, w.get(), o[0], 40, p, q.get()}; });
+                         inst.call = make_call<OpType::GroupedMatmul>([=](const Outs& o) {
+                           return GroupedMatmulArgs{x, offsets, w.get(), o[0], 40, p, q.get()};
+                         });
                          return inst;
                        },
                        true});

@@ -42,8 +42,8 @@ class PluginHandle {
   // Note [Plugin impls]: nothing a graph could replay.
   void refuse_capture() const {
     if (LaunchRecorder::active() && detail::launch_depth() == 0)
-      throw GraphCaptureError("cannot capture a graph: plugin impl '" + impl_.name + "' (op " + std::string(op_key(op_)) +
-                              ", vendor '" + rt_->vendor + "') at " + module_path_ +
+      throw GraphCaptureError("cannot capture a graph: plugin impl '" + impl_.name + "' (op " +
+                              std::string(op_key(op_)) + ", vendor '" + rt_->vendor + "') at " + module_path_ +
                               " runs eagerly only in vendor ABI 1.1. Run with --eager (Note [Plugin impls])");
   }
 
@@ -146,18 +146,22 @@ template <OpType Op>
 ImplBuilder builder_for(std::shared_ptr<const PluginRuntime> rt, PluginImpl impl) {
   return [rt, impl](const OpsBackend&, const ImplBuildParams& p) -> std::unique_ptr<OpImplBase> {
     auto h = std::make_unique<PluginHandle>(rt, impl, Op, p);
-    if constexpr (Op == OpType::PagedDecodeAttention) return std::make_unique<PluginAttentionImpl>(std::move(h), p);
-    else if constexpr (Op == OpType::FusedMoe) return std::make_unique<PluginFusedMoeImpl>(std::move(h), p);
-    else if constexpr (Op == OpType::GatedDeltaRule) return std::make_unique<PluginGatedDeltaRuleImpl>(std::move(h), p);
-    else return std::make_unique<PluginKernelOpImpl<Op>>(std::move(h), p);
+    if constexpr (Op == OpType::PagedDecodeAttention)
+      return std::make_unique<PluginAttentionImpl>(std::move(h), p);
+    else if constexpr (Op == OpType::FusedMoe)
+      return std::make_unique<PluginFusedMoeImpl>(std::move(h), p);
+    else if constexpr (Op == OpType::GatedDeltaRule)
+      return std::make_unique<PluginGatedDeltaRuleImpl>(std::move(h), p);
+    else
+      return std::make_unique<PluginKernelOpImpl<Op>>(std::move(h), p);
   };
 }
 
 }  // namespace
 
 void add_plugin_impl_builders(const PluginImplSet& impls, ImplBuilderTable& table) {
-#define OPCHAIN_X(name, key, args, dispatch, schema, tol)                                          \
-  if (const auto& i = impls.impls[static_cast<size_t>(OpType::name)])                             \
+#define OPCHAIN_X(name, key, args, dispatch, schema, tol)             \
+  if (const auto& i = impls.impls[static_cast<size_t>(OpType::name)]) \
     table.set(OpType::name, builder_for<OpType::name>(impls.runtime, *i));
   OPCHAIN_OP_TABLE(OPCHAIN_X)
 #undef OPCHAIN_X

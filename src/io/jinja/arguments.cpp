@@ -10,8 +10,8 @@ namespace opchain::jinja::detail {
 Bound bind(CallArgs& args, std::initializer_list<std::string_view> params, const std::string& what) {
   Bound out(params.size());
   if (args.positional.size() > params.size()) {
-    fail_render(args.line, what + " takes at most " + std::to_string(params.size()) +
-                               " argument(s), " + std::to_string(args.positional.size()) + " given");
+    fail_render(args.line, what + " takes at most " + std::to_string(params.size()) + " argument(s), " +
+                               std::to_string(args.positional.size()) + " given");
   }
   for (std::size_t i = 0; i < args.positional.size(); ++i) out[i] = std::move(args.positional[i]);
   for (auto& [key, value] : args.keyword) {

@@ -155,8 +155,7 @@ struct BinaryExpr : Expr {
 };
 
 struct LogicalExpr : Expr {
-  LogicalExpr(int l, bool a, ExprPtr x, ExprPtr y)
-      : Expr(l), is_and(a), left(std::move(x)), right(std::move(y)) {}
+  LogicalExpr(int l, bool a, ExprPtr x, ExprPtr y) : Expr(l), is_and(a), left(std::move(x)), right(std::move(y)) {}
   Value eval_node(Interpreter& in) const override;
   int tallest_child() const override { return std::max(height_of(left), height_of(right)); }
   bool is_and;
@@ -178,9 +177,7 @@ struct CompareExpr : Expr {
 struct CondExpr : Expr {
   using Expr::Expr;
   Value eval_node(Interpreter& in) const override;
-  int tallest_child() const override {
-    return std::max({height_of(cond), height_of(then), height_of(otherwise)});
-  }
+  int tallest_child() const override { return std::max({height_of(cond), height_of(then), height_of(otherwise)}); }
   ExprPtr cond, then, otherwise;  // otherwise may be null (-> Undefined)
 };
 

@@ -43,8 +43,8 @@ void assign(Interpreter& in, const Target& target, Value value, int line) {
   if (!target.attr.empty()) {
     const Value ns = in.lookup(target.names[0]);
     if (!ns.is_namespace()) {
-      fail_render(line, "cannot assign attribute '" + target.attr + "' on '" + target.names[0] +
-                            "', which is a " + type_name(ns) + ", not a namespace()");
+      fail_render(line, "cannot assign attribute '" + target.attr + "' on '" + target.names[0] + "', which is a " +
+                            type_name(ns) + ", not a namespace()");
     }
     ns.as<NamespacePtr>()->attrs.set(target.attr, std::move(value));
     return;
@@ -257,12 +257,12 @@ Flow ForStmt::exec(Interpreter& in) const {
     loop.entries.emplace_back("depth0", Value::integer(0));
     if (i > 0) loop.entries.emplace_back("previtem", (*items)[i - 1]);
     if (i + 1 < n) loop.entries.emplace_back("nextitem", (*items)[i + 1]);
-    loop.entries.emplace_back(
-        "cycle", Value::function(std::make_shared<const Function>(Function{
-                     "cycle", [i](Interpreter&, CallArgs& args) {
-                       if (args.positional.empty()) fail_render(args.line, "loop.cycle() needs at least one argument");
-                       return args.positional[i % args.positional.size()];
-                     }})));
+    loop.entries.emplace_back("cycle", Value::function(std::make_shared<const Function>(Function{
+                                           "cycle", [i](Interpreter&, CallArgs& args) {
+                                             if (args.positional.empty())
+                                               fail_render(args.line, "loop.cycle() needs at least one argument");
+                                             return args.positional[i % args.positional.size()];
+                                           }})));
     scope.frame().set("loop", Value::dict(std::move(loop)));
     const Flow flow = in.exec(body);
     if (flow == Flow::Break) break;
@@ -296,8 +296,8 @@ Flow SetBlockStmt::exec(Interpreter& in) const {
 
 Flow MacroStmt::exec(Interpreter& in) const {
   const MacroStmt* self = this;
-  in.frame->set(name, Value::function(std::make_shared<const Function>(Function{
-                          name, [self](Interpreter& i, CallArgs& args) { return self->invoke(i, args); }})));
+  in.frame->set(name, Value::function(std::make_shared<const Function>(
+                          Function{name, [self](Interpreter& i, CallArgs& args) { return self->invoke(i, args); }})));
   return Flow::Normal;
 }
 
@@ -306,8 +306,8 @@ Value MacroStmt::invoke(Interpreter& in, CallArgs& args) const {
     fail_render(args.line, "macro '" + name + "' recursed deeper than " + std::to_string(kMaxMacroDepth));
   }
   if (args.positional.size() > params.size()) {
-    fail_render(args.line, "macro '" + name + "' takes " + std::to_string(params.size()) +
-                               " argument(s), " + std::to_string(args.positional.size()) + " given");
+    fail_render(args.line, "macro '" + name + "' takes " + std::to_string(params.size()) + " argument(s), " +
+                               std::to_string(args.positional.size()) + " given");
   }
   for (const auto& [key, value] : args.keyword) {
     const bool known = std::any_of(params.begin(), params.end(), [&](const auto& p) { return p.first == key; });
@@ -326,8 +326,8 @@ Value MacroStmt::invoke(Interpreter& in, CallArgs& args) const {
       }
     }
     if (!value) {
-      value = def ? def->eval(in)
-                  : Value::undefined("parameter '" + param + "' of macro '" + name + "' was not provided");
+      value =
+          def ? def->eval(in) : Value::undefined("parameter '" + param + "' of macro '" + name + "' was not provided");
     }
     scope.frame().set(param, std::move(*value));
   }

@@ -34,12 +34,23 @@ std::string html_escape(const std::string& s) {
   out.reserve(s.size());
   for (const char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -255,7 +266,8 @@ Value f_title(Interpreter&, const Value& v, CallArgs& args) {
 Value f_items(Interpreter&, const Value& v, CallArgs& args) {
   bind(args, {}, "items");
   if (v.is_undefined()) return Value::list({});
-  if (!v.is_dict()) fail_render(args.line, "|items: can only get item pairs from a mapping, got '" + type_name(v) + "'");
+  if (!v.is_dict())
+    fail_render(args.line, "|items: can only get item pairs from a mapping, got '" + type_name(v) + "'");
   return dict_items(v.dict());
 }
 
@@ -340,7 +352,8 @@ Value f_sort(Interpreter&, const Value& v, CallArgs& args) {
   const bool case_sensitive = a[1] && truthy(*a[1]);
   const ListPtr items = iterate(v, args.line);
   std::vector<std::pair<Value, std::size_t>> keyed;
-  for (std::size_t i = 0; i < items->size(); ++i) keyed.emplace_back(sort_key((*items)[i], a[2], case_sensitive, args.line), i);
+  for (std::size_t i = 0; i < items->size(); ++i)
+    keyed.emplace_back(sort_key((*items)[i], a[2], case_sensitive, args.line), i);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     return reverse ? less(y.first, x.first, args.line) : less(x.first, y.first, args.line);
   });
@@ -415,9 +428,10 @@ Value f_indent(Interpreter&, const Value& v, CallArgs& args) {
   const Bound a = bind(args, {"width", "first", "blank"}, "indent");
   std::string indention(4, ' ');
   if (a[0]) {
-    indention = a[0]->is_string()
-                    ? a[0]->str()
-                    : std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(as_int(*a[0], "indent width", args.line), 0, 1024)), ' ');
+    indention = a[0]->is_string() ? a[0]->str()
+                                  : std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(
+                                                    as_int(*a[0], "indent width", args.line), 0, 1024)),
+                                                ' ');
   }
   const bool first = a[1] && truthy(*a[1]);
   const bool blank = a[2] && truthy(*a[2]);

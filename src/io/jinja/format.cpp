@@ -85,7 +85,8 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
         std::string s = conv == 's' ? to_str(arg) : to_repr(arg);
         if (precision) {
           const auto offsets = utf8_offsets(s);
-          if (static_cast<std::size_t>(*precision) < offsets.size() - 1) s.resize(offsets[static_cast<std::size_t>(*precision)]);
+          if (static_cast<std::size_t>(*precision) < offsets.size() - 1)
+            s.resize(offsets[static_cast<std::size_t>(*precision)]);
         }
         const std::int64_t len = utf8_length(s);
         if (len < w) {
@@ -101,8 +102,8 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
         if (arg.is_float() && !(std::abs(arg.as<double>()) < 9.2e18)) {
           fail_render(line, "%d format: cannot convert float " + to_repr(arg) + " to integer");
         }
-        const std::int64_t v = arg.is_float() ? static_cast<std::int64_t>(arg.as<double>())
-                                              : as_int(arg, "%d format", line);
+        const std::int64_t v =
+            arg.is_float() ? static_cast<std::int64_t>(arg.as<double>()) : as_int(arg, "%d format", line);
         out += c_format(spec + "lld", static_cast<long long>(v));
         break;
       }
@@ -111,9 +112,9 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
       case 'o': {
         const std::int64_t v = as_int(arg, std::string("%") + conv + " format", line);
         std::string sign = v < 0 ? "-" : "";
-        out += sign + c_format(spec + "ll" + conv, static_cast<unsigned long long>(
-                                                           v < 0 ? -static_cast<unsigned long long>(v)
-                                                                 : static_cast<unsigned long long>(v)));
+        out += sign + c_format(spec + "ll" + conv,
+                               static_cast<unsigned long long>(v < 0 ? -static_cast<unsigned long long>(v)
+                                                                     : static_cast<unsigned long long>(v)));
         break;
       }
       case 'e':
@@ -133,7 +134,8 @@ std::string py_percent_format(const std::string& fmt, const List& args, int line
           append_utf8(out, static_cast<char32_t>(as_int(arg, "%c format", line)));
         }
         break;
-      default: fail_render(line, std::string("unsupported format character '") + conv + "'");
+      default:
+        fail_render(line, std::string("unsupported format character '") + conv + "'");
     }
   }
   if (next_arg < args.size()) fail_render(line, "not all arguments converted during string formatting");
@@ -188,7 +190,8 @@ std::string py_str_format(const std::string& fmt, const CallArgs& args, int line
     const Value* arg = nullptr;
     if (field.empty() || std::all_of(field.begin(), field.end(), ascii_digit)) {
       const std::size_t index = field.empty() ? auto_index++ : std::stoul(field);
-      if (index >= args.positional.size()) fail_render(line, "str.format(): Replacement index " + std::to_string(index) + " out of range");
+      if (index >= args.positional.size())
+        fail_render(line, "str.format(): Replacement index " + std::to_string(index) + " out of range");
       arg = &args.positional[index];
     } else {
       for (const auto& [k, v] : args.keyword) {

@@ -72,8 +72,8 @@ class Interpreter {
   void charge(std::int64_t steps, int line) {
     work += steps;
     if (work > kMaxRenderSteps) {
-      fail_render(line, "rendering took more than " + std::to_string(kMaxRenderSteps) +
-                            " steps (the template's work limit)");
+      fail_render(line,
+                  "rendering took more than " + std::to_string(kMaxRenderSteps) + " steps (the template's work limit)");
     }
   }
 
@@ -93,10 +93,10 @@ class Interpreter {
     return Flow::Normal;
   }
 
-  Frame globals;          // the render context plus top-level {% set %}s
+  Frame globals;  // the render context plus top-level {% set %}s
   Frame* frame = &globals;
-  std::string* out;       // where output goes; swapped while capturing macro/set/filter bodies
-  Value block_input;      // see BlockInput
+  std::string* out;   // where output goes; swapped while capturing macro/set/filter bodies
+  Value block_input;  // see BlockInput
   int macro_depth = 0;
   int depth = 0;          // eval/exec recursion, see Level
   std::int64_t work = 0;  // steps so far, see charge()

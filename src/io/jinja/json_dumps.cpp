@@ -44,13 +44,27 @@ void json_escape(std::string& out, const std::string& s, bool ensure_ascii) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (u < 0x20 || (ensure_ascii && u == 0x7F)) {
           hex4(u);
@@ -72,9 +86,15 @@ void write_json(std::string& out, const Value& v, const JsonStyle& style, int de
     for (int i = 0; i < level; ++i) out += *style.indent;
   };
   switch (v.data.index()) {
-    case 1: out += "null"; return;
-    case 2: out += v.as<bool>() ? "true" : "false"; return;
-    case 3: out += std::to_string(v.as<std::int64_t>()); return;
+    case 1:
+      out += "null";
+      return;
+    case 2:
+      out += v.as<bool>() ? "true" : "false";
+      return;
+    case 3:
+      out += std::to_string(v.as<std::int64_t>());
+      return;
     case 4: {
       const double d = v.as<double>();
       if (std::isnan(d)) {
@@ -86,7 +106,9 @@ void write_json(std::string& out, const Value& v, const JsonStyle& style, int de
       }
       return;
     }
-    case 5: json_escape(out, v.str(), style.ensure_ascii); return;
+    case 5:
+      json_escape(out, v.str(), style.ensure_ascii);
+      return;
     case 6: {
       const List& items = v.items();
       if (items.empty()) {

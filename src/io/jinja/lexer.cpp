@@ -17,16 +17,25 @@ namespace opchain::jinja::detail {
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Token::Kind::Data: return "template text";
-    case Token::Kind::VarBegin: return "'{{'";
-    case Token::Kind::VarEnd: return "end of print statement '}}'";
-    case Token::Kind::BlockBegin: return "'{%'";
-    case Token::Kind::BlockEnd: return "end of statement block '%}'";
-    case Token::Kind::String: return "string literal";
+    case Token::Kind::Data:
+      return "template text";
+    case Token::Kind::VarBegin:
+      return "'{{'";
+    case Token::Kind::VarEnd:
+      return "end of print statement '}}'";
+    case Token::Kind::BlockBegin:
+      return "'{%'";
+    case Token::Kind::BlockEnd:
+      return "end of statement block '%}'";
+    case Token::Kind::String:
+      return "string literal";
     case Token::Kind::Int:
-    case Token::Kind::Float: return "number '" + t.text + "'";
-    case Token::Kind::End: return "end of template";
-    default: return "'" + t.text + "'";
+    case Token::Kind::Float:
+      return "number '" + t.text + "'";
+    case Token::Kind::End:
+      return "end of template";
+    default:
+      return "'" + t.text + "'";
   }
 }
 
@@ -63,31 +72,56 @@ std::string unescape_string(const std::string& raw, int line) {
       return v;
     };
     switch (c) {
-      case '\n': break;  // backslash-newline is a line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': append_utf8(out, read_hex(2)); break;
-      case 'u': append_utf8(out, read_hex(4)); break;
+      case '\n':
+        break;  // backslash-newline is a line continuation
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x':
+        append_utf8(out, read_hex(2));
+        break;
+      case 'u':
+        append_utf8(out, read_hex(4));
+        break;
       case 'U': {
         const char32_t cp = read_hex(8);
         if (cp > 0x10FFFF) fail_syntax(line, "\\U escape out of range in string literal");
         append_utf8(out, cp);
         break;
       }
-      case 'N': fail_unsupported(line, "\\N{...} escape in string literal");
+      case 'N':
+        fail_unsupported(line, "\\N{...} escape in string literal");
       default:
         if (c >= '0' && c <= '7') {
           char32_t v = static_cast<char32_t>(c - '0');
-          for (int k = 0; k < 2 && i + 1 < raw.size() && raw[i + 1] >= '0' && raw[i + 1] <= '7';
-               ++k) {
+          for (int k = 0; k < 2 && i + 1 < raw.size() && raw[i + 1] >= '0' && raw[i + 1] <= '7'; ++k) {
             v = v * 8 + static_cast<char32_t>(raw[++i] - '0');
           }
           append_utf8(out, v);
@@ -173,9 +207,7 @@ class Lexer {
     tokens_.push_back(Token{Token::Kind::Data, std::move(text), 0, 0.0, line});
   }
 
-  bool starts_with(std::size_t at, std::string_view s) const {
-    return src_.compare(at, s.size(), s) == 0;
-  }
+  bool starts_with(std::size_t at, std::string_view s) const { return src_.compare(at, s.size(), s) == 0; }
 
   // Consumes the closing marker at pos_ (length len) plus the whitespace control that follows.
   // Returns whether the consumed text ended with a newline (jinja2's line_starting).
@@ -183,8 +215,7 @@ class Lexer {
     std::size_t after = pos_ + len;
     if (mod == '-') {
       while (after < src_.size() && is_py_space(src_[after])) ++after;
-    } else if (mod != '+' && trims && opt_.trim_blocks && after < src_.size() &&
-               src_[after] == '\n') {
+    } else if (mod != '+' && trims && opt_.trim_blocks && after < src_.size() && src_[after] == '\n') {
       ++after;
     }
     advance(after);
@@ -220,8 +251,7 @@ class Lexer {
     advance(i);
     bool line_starting = finish_tag(2, mod, false);
     // Find `{%[-+]? endraw [-+]?%}`.
-    for (std::size_t at = src_.find("{%", pos_); at != std::string::npos;
-         at = src_.find("{%", at + 1)) {
+    for (std::size_t at = src_.find("{%", pos_); at != std::string::npos; at = src_.find("{%", at + 1)) {
       std::size_t j = at + 2;
       const char open_mod = j < src_.size() && (src_[j] == '-' || src_[j] == '+') ? src_[j] : '\0';
       if (open_mod != '\0') ++j;
@@ -229,8 +259,7 @@ class Lexer {
       if (!starts_with(j, "endraw")) continue;
       j += 6;
       while (j < src_.size() && is_py_space(src_[j])) ++j;
-      const char close_mod =
-          j < src_.size() && (src_[j] == '-' || src_[j] == '+') ? src_[j] : '\0';
+      const char close_mod = j < src_.size() && (src_[j] == '-' || src_[j] == '+') ? src_[j] : '\0';
       if (close_mod != '\0') ++j;
       if (!starts_with(j, "%}")) continue;
       std::string text = src_.substr(pos_, at - pos_);
@@ -250,8 +279,8 @@ class Lexer {
   // Tokenizes an expression tag up to its end marker. Returns line_starting for the lexer.
   bool lex_tag(bool block) {
     const int start_line = line_;
-    tokens_.push_back(Token{block ? Token::Kind::BlockBegin : Token::Kind::VarBegin,
-                            block ? "{%" : "{{", 0, 0.0, line_});
+    tokens_.push_back(
+        Token{block ? Token::Kind::BlockBegin : Token::Kind::VarBegin, block ? "{%" : "{{", 0, 0.0, line_});
     int depth = 0;
     bool after_dot = false;
     while (true) {
@@ -259,21 +288,20 @@ class Lexer {
       while (i < src_.size() && is_py_space(src_[i])) ++i;
       advance(i);
       if (pos_ >= src_.size()) {
-        fail_syntax(start_line, std::string("unexpected end of template, expected '") +
-                                    (block ? "%}" : "}}") + "'");
+        fail_syntax(start_line, std::string("unexpected end of template, expected '") + (block ? "%}" : "}}") + "'");
       }
       if (depth == 0) {
         const std::string_view end = block ? "%}" : "}}";
         const char c = src_[pos_];
         if ((c == '-' || (c == '+' && block)) && starts_with(pos_ + 1, end)) {
-          tokens_.push_back(Token{block ? Token::Kind::BlockEnd : Token::Kind::VarEnd,
-                                  std::string(end), 0, 0.0, line_});
+          tokens_.push_back(
+              Token{block ? Token::Kind::BlockEnd : Token::Kind::VarEnd, std::string(end), 0, 0.0, line_});
           advance(pos_ + 1);
           return finish_tag(2, c, block);
         }
         if (starts_with(pos_, end)) {
-          tokens_.push_back(Token{block ? Token::Kind::BlockEnd : Token::Kind::VarEnd,
-                                  std::string(end), 0, 0.0, line_});
+          tokens_.push_back(
+              Token{block ? Token::Kind::BlockEnd : Token::Kind::VarEnd, std::string(end), 0, 0.0, line_});
           return finish_tag(2, '\0', block);
         }
       }

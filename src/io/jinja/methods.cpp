@@ -23,10 +23,9 @@ namespace {
 
 const std::set<std::string, std::less<>>& string_methods() {
   static const std::set<std::string, std::less<>> names = {
-      "capitalize", "count",   "endswith", "find",    "format",     "isalnum", "isalpha",
-      "isdigit",    "islower", "isspace",  "isupper", "join",       "lower",   "lstrip",
-      "replace",    "rfind",   "rsplit",   "rstrip",  "split",      "splitlines",
-      "startswith", "strip",   "title",    "upper"};
+      "capitalize", "count",   "endswith", "find",       "format",     "isalnum", "isalpha", "isdigit",
+      "islower",    "isspace", "isupper",  "join",       "lower",      "lstrip",  "replace", "rfind",
+      "rsplit",     "rstrip",  "split",    "splitlines", "startswith", "strip",   "title",   "upper"};
   return names;
 }
 
@@ -44,7 +43,8 @@ bool is_known_method(std::string_view name) {
 namespace {
 
 // Code point range [start, end) of s as a byte substring (Python s[start:end]).
-std::string cp_slice(const std::string& s, const std::optional<Value>& start, const std::optional<Value>& end, int line) {
+std::string cp_slice(const std::string& s, const std::optional<Value>& start, const std::optional<Value>& end,
+                     int line) {
   if (!given(start) && !given(end)) return s;
   const auto offsets = utf8_offsets(s);
   const auto positions = slice_positions(offsets.size() - 1, start ? *start : Value::none(), end ? *end : Value::none(),
@@ -104,11 +104,12 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     const std::string& needle = as_string(require(a[0], what, "sub", line), what, line);
     // Work on the [start:end] window, then translate byte offsets back to code points.
     const auto offsets = utf8_offsets(s);
-    const auto window = slice_positions(offsets.size() - 1, a[1] ? *a[1] : Value::none(),
-                                        a[2] ? *a[2] : Value::none(), Value::none(), line);
+    const auto window = slice_positions(offsets.size() - 1, a[1] ? *a[1] : Value::none(), a[2] ? *a[2] : Value::none(),
+                                        Value::none(), line);
     const std::size_t base_cp = window.empty() ? 0 : window.front();
-    const std::string hay = window.empty() ? std::string()
-                                           : s.substr(offsets[window.front()], offsets[window.back() + 1] - offsets[window.front()]);
+    const std::string hay =
+        window.empty() ? std::string()
+                       : s.substr(offsets[window.front()], offsets[window.back() + 1] - offsets[window.front()]);
     if (name == "count") {
       if (needle.empty()) return Value::integer(utf8_length(hay) + 1);
       std::int64_t n = 0;
@@ -123,7 +124,8 @@ Value string_method(const std::string& s, const std::string& name, CallArgs& arg
     const Bound a = bind(args, {"iterable"}, what);
     std::string out;
     bool first = true;
-    const ListPtr items = iterate(require(a[0], what, "iterable", line), line);  // owned here: a range-for would free a fresh list
+    const ListPtr items =
+        iterate(require(a[0], what, "iterable", line), line);  // owned here: a range-for would free a fresh list
     for (const auto& item : *items) {
       if (!item.is_string()) fail_render(line, "str.join(): expected str instance, " + type_name(item) + " found");
       if (!first) out += s;

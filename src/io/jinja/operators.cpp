@@ -20,8 +20,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     if (op == "+" && a.is_string()) {
       fail_render(line, "can only concatenate str (not \"" + type_name(b) + "\") to str");
     }
-    fail_render(line, "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" +
-                          type_name(b) + "'");
+    fail_render(line, "unsupported operand type(s) for " + op + ": '" + type_name(a) + "' and '" + type_name(b) + "'");
   };
   const bool ints = (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
   if (a.is_number() && b.is_number()) {

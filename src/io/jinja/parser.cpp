@@ -45,12 +45,8 @@ class Parser {
     if (pos_ + 1 < toks_.size()) ++pos_;
     return t;
   }
-  bool at_op(std::string_view op) const {
-    return peek().kind == Token::Kind::Op && peek().text == op;
-  }
-  bool at_name(std::string_view name) const {
-    return peek().kind == Token::Kind::Name && peek().text == name;
-  }
+  bool at_op(std::string_view op) const { return peek().kind == Token::Kind::Op && peek().text == op; }
+  bool at_name(std::string_view name) const { return peek().kind == Token::Kind::Name && peek().text == name; }
   bool skip_op(std::string_view op) {
     if (!at_op(op)) return false;
     next();
@@ -88,8 +84,7 @@ class Parser {
       switch (t.kind) {
         case Token::Kind::End:
           if (ends.size() == 0) return body;
-          fail_syntax(open_line, "'{% " + std::string(opener) +
-                                     " %}' is never closed (expected '{% " +
+          fail_syntax(open_line, "'{% " + std::string(opener) + " %}' is never closed (expected '{% " +
                                      std::string(*(ends.end() - 1)) + " %}' before the end)");
         case Token::Kind::Data:
           body.push_back(std::make_unique<TextStmt>(t.line, t.text));
@@ -114,7 +109,8 @@ class Parser {
           body.push_back(parse_statement());
           break;
         }
-        default: unexpected("template text or a tag");
+        default:
+          unexpected("template text or a tag");
       }
     }
   }
@@ -142,9 +138,9 @@ class Parser {
       expect_block_end();
       return std::make_unique<LoopControlStmt>(line, tag == "break");
     }
-    static const std::set<std::string, std::less<>> kClosers = {
-        "elif", "else", "endif", "endfor", "endset", "endmacro", "endfilter", "endwith",
-        "endgeneration", "endraw", "endcall", "endblock"};
+    static const std::set<std::string, std::less<>> kClosers = {"elif",          "else",     "endif",     "endfor",
+                                                                "endset",        "endmacro", "endfilter", "endwith",
+                                                                "endgeneration", "endraw",   "endcall",   "endblock"};
     if (kClosers.count(tag) != 0) fail_syntax(line, "unexpected '{% " + tag + " %}'");
     fail_unsupported(line, "tag '{% " + tag + " %}'");
   }
@@ -482,8 +478,10 @@ class Parser {
         while (peek().kind == Token::Kind::String) s += next().text;
         return std::make_unique<Literal>(line, Value::string(std::move(s)));
       }
-      case Token::Kind::Int: return std::make_unique<Literal>(line, Value::integer(next().int_value));
-      case Token::Kind::Float: return std::make_unique<Literal>(line, Value::number(next().float_value));
+      case Token::Kind::Int:
+        return std::make_unique<Literal>(line, Value::integer(next().int_value));
+      case Token::Kind::Float:
+        return std::make_unique<Literal>(line, Value::number(next().float_value));
       case Token::Kind::Op:
         if (t.text == "(") {
           next();
@@ -519,7 +517,8 @@ class Parser {
           return finish(std::move(dict));
         }
         break;
-      default: break;
+      default:
+        break;
     }
     unexpected("an expression");
   }
@@ -641,12 +640,10 @@ class Parser {
     } else {
       // `x is divisibleby 3`, `x is sameas false`: one bare argument, as jinja2 allows.
       const Token& p = peek();
-      static const std::set<std::string, std::less<>> kStop = {"else", "or", "and", "if",
-                                                               "is", "in", "not"};
-      const bool starts_arg =
-          p.kind == Token::Kind::String || p.kind == Token::Kind::Int ||
-          p.kind == Token::Kind::Float || at_op("[") || at_op("{") ||
-          (p.kind == Token::Kind::Name && kStop.count(p.text) == 0);
+      static const std::set<std::string, std::less<>> kStop = {"else", "or", "and", "if", "is", "in", "not"};
+      const bool starts_arg = p.kind == Token::Kind::String || p.kind == Token::Kind::Int ||
+                              p.kind == Token::Kind::Float || at_op("[") || at_op("{") ||
+                              (p.kind == Token::Kind::Name && kStop.count(p.text) == 0);
       if (starts_arg) t->args.positional.push_back(parse_postfix(parse_primary()));
     }
     return finish(std::move(t));
@@ -656,7 +653,7 @@ class Parser {
   std::size_t pos_ = 0;
   int loop_depth_ = 0;
   int depth_ = 0;
-  std::set<std::string, std::less<>> declared_;     // names any set/for/macro/with introduces
+  std::set<std::string, std::less<>> declared_;      // names any set/for/macro/with introduces
   std::vector<std::pair<std::string, int>> called_;  // plain function calls, checked at the end
 };
 

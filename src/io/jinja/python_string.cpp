@@ -14,8 +14,7 @@ namespace opchain::jinja::detail {
 
 // Python's str.isspace() for the ASCII range plus the separators str.split() honours.
 bool is_py_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' ||
-         (c >= '\x1c' && c <= '\x1f');
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= '\x1c' && c <= '\x1f');
 }
 
 char ascii_upper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c; }
@@ -56,8 +55,7 @@ std::string py_title(const std::string& s) {
 
 // Python str.strip(chars) family. chars == nullopt strips whitespace; otherwise any of the
 // given code points.
-std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left,
-                     bool right) {
+std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right) {
   std::vector<char32_t> set;
   if (chars) {
     for (std::size_t i = 0; i < chars->size();) {
@@ -96,8 +94,8 @@ std::string py_strip(const std::string& s, const std::optional<std::string>& cha
 }
 
 // Python str.split / str.rsplit.
-std::vector<std::string> py_split(const std::string& s, const std::optional<std::string>& sep,
-                                  std::int64_t maxsplit, bool from_right, int line) {
+std::vector<std::string> py_split(const std::string& s, const std::optional<std::string>& sep, std::int64_t maxsplit,
+                                  bool from_right, int line) {
   std::vector<std::string> parts;
   if (!sep) {
     // Whitespace mode: runs of whitespace separate, leading/trailing whitespace is dropped.
@@ -159,8 +157,8 @@ std::vector<std::string> py_split(const std::string& s, const std::optional<std:
 }
 
 // Python str.replace(old, new, count).
-std::string py_replace(const std::string& s, const std::string& old, const std::string& repl,
-                       std::int64_t count, int line) {
+std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, std::int64_t count,
+                       int line) {
   std::string out;
   std::int64_t done = 0;
   if (old.empty()) {

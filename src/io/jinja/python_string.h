@@ -27,16 +27,15 @@ std::string py_title(const std::string& s);
 
 // Python str.strip(chars) family. chars == nullopt strips whitespace; otherwise any of the
 // given code points.
-std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left,
-                     bool right);
+std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right);
 
 // Python str.split / str.rsplit.
-std::vector<std::string> py_split(const std::string& s, const std::optional<std::string>& sep,
-                                  std::int64_t maxsplit, bool from_right, int line);
+std::vector<std::string> py_split(const std::string& s, const std::optional<std::string>& sep, std::int64_t maxsplit,
+                                  bool from_right, int line);
 
 // Python str.replace(old, new, count).
-std::string py_replace(const std::string& s, const std::string& old, const std::string& repl,
-                       std::int64_t count, int line);
+std::string py_replace(const std::string& s, const std::string& old, const std::string& repl, std::int64_t count,
+                       int line);
 
 // Python str.splitlines() without keepends.
 std::vector<std::string> py_splitlines(const std::string& s);

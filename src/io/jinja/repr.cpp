@@ -36,8 +36,8 @@ std::string py_float_repr(double d) {
     } else if (digits.size() <= static_cast<std::size_t>(exp) + 1) {
       out = digits + std::string(static_cast<std::size_t>(exp) + 1 - digits.size(), '0') + ".0";
     } else {
-      out = digits.substr(0, static_cast<std::size_t>(exp) + 1) + "." +
-            digits.substr(static_cast<std::size_t>(exp) + 1);
+      out =
+          digits.substr(0, static_cast<std::size_t>(exp) + 1) + "." + digits.substr(static_cast<std::size_t>(exp) + 1);
     }
   } else {
     out = digits.substr(0, 1);
@@ -93,11 +93,21 @@ void append_str(std::string& out, const Value& v, bool repr, int depth) {
     case 0:
       if (repr) out += "Undefined";
       return;
-    case 1: out += "None"; return;
-    case 2: out += v.as<bool>() ? "True" : "False"; return;
-    case 3: out += std::to_string(v.as<std::int64_t>()); return;
-    case 4: out += py_float_repr(v.as<double>()); return;
-    case 5: out += repr ? py_str_repr(v.str()) : v.str(); return;
+    case 1:
+      out += "None";
+      return;
+    case 2:
+      out += v.as<bool>() ? "True" : "False";
+      return;
+    case 3:
+      out += std::to_string(v.as<std::int64_t>());
+      return;
+    case 4:
+      out += py_float_repr(v.as<double>());
+      return;
+    case 5:
+      out += repr ? py_str_repr(v.str()) : v.str();
+      return;
     case 6: {
       const List& items = v.items();
       out += items.is_tuple ? '(' : '[';
@@ -128,7 +138,9 @@ void append_str(std::string& out, const Value& v, bool repr, int depth) {
       if (v.is_namespace()) out += '>';
       return;
     }
-    default: out += "<function " + v.as<FunctionPtr>()->name + ">"; return;
+    default:
+      out += "<function " + v.as<FunctionPtr>()->name + ">";
+      return;
   }
 }
 

@@ -28,10 +28,10 @@ void no_test_args(CallArgs& args, const char* name) {
   }
 }
 
-#define OPCHAIN_JINJA_SIMPLE_TEST(fname, label, expr)          \
+#define OPCHAIN_JINJA_SIMPLE_TEST(fname, label, expr)        \
   bool fname(Interpreter&, const Value& v, CallArgs& args) { \
-    no_test_args(args, label);                                \
-    return (expr);                                            \
+    no_test_args(args, label);                               \
+    return (expr);                                           \
   }
 
 OPCHAIN_JINJA_SIMPLE_TEST(t_defined, "defined", !v.is_undefined())
@@ -102,19 +102,45 @@ bool t_test(Interpreter&, const Value& v, CallArgs& args) {
 
 TestFn find_test(std::string_view name) {
   static const std::unordered_map<std::string_view, TestFn> table = {
-      {"!=", t_ne},           {"<", t_lt},           {"<=", t_le},
-      {"==", t_eq},           {">", t_gt},           {">=", t_ge},
-      {"boolean", t_boolean}, {"callable", t_callable}, {"defined", t_defined},
-      {"divisibleby", t_divisibleby}, {"eq", t_eq},  {"equalto", t_eq},
-      {"escaped", t_escaped}, {"even", t_even},      {"false", t_false},
-      {"filter", t_filter},   {"float", t_float},    {"ge", t_ge},
-      {"greaterthan", t_gt},  {"gt", t_gt},          {"in", t_in},
-      {"integer", t_integer}, {"iterable", t_iterable}, {"le", t_le},
-      {"lessthan", t_lt},     {"lower", t_lower},    {"lt", t_lt},
-      {"mapping", t_mapping}, {"ne", t_ne},          {"none", t_none},
-      {"number", t_number},   {"odd", t_odd},        {"sameas", t_sameas},
-      {"sequence", t_sequence}, {"string", t_string}, {"test", t_test},
-      {"true", t_true},       {"undefined", t_undefined}, {"upper", t_upper},
+      {"!=", t_ne},
+      {"<", t_lt},
+      {"<=", t_le},
+      {"==", t_eq},
+      {">", t_gt},
+      {">=", t_ge},
+      {"boolean", t_boolean},
+      {"callable", t_callable},
+      {"defined", t_defined},
+      {"divisibleby", t_divisibleby},
+      {"eq", t_eq},
+      {"equalto", t_eq},
+      {"escaped", t_escaped},
+      {"even", t_even},
+      {"false", t_false},
+      {"filter", t_filter},
+      {"float", t_float},
+      {"ge", t_ge},
+      {"greaterthan", t_gt},
+      {"gt", t_gt},
+      {"in", t_in},
+      {"integer", t_integer},
+      {"iterable", t_iterable},
+      {"le", t_le},
+      {"lessthan", t_lt},
+      {"lower", t_lower},
+      {"lt", t_lt},
+      {"mapping", t_mapping},
+      {"ne", t_ne},
+      {"none", t_none},
+      {"number", t_number},
+      {"odd", t_odd},
+      {"sameas", t_sameas},
+      {"sequence", t_sequence},
+      {"string", t_string},
+      {"test", t_test},
+      {"true", t_true},
+      {"undefined", t_undefined},
+      {"upper", t_upper},
   };
   const auto it = table.find(name);
   return it == table.end() ? nullptr : it->second;

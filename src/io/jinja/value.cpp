@@ -14,16 +14,26 @@ namespace opchain::jinja::detail {
 // Python's type(x).__name__, for error messages.
 std::string type_name(const Value& v) {
   switch (v.data.index()) {
-    case 0: return "Undefined";
-    case 1: return "NoneType";
-    case 2: return "bool";
-    case 3: return "int";
-    case 4: return "float";
-    case 5: return "str";
-    case 6: return "list";
-    case 7: return "dict";
-    case 8: return "Namespace";
-    default: return "function";
+    case 0:
+      return "Undefined";
+    case 1:
+      return "NoneType";
+    case 2:
+      return "bool";
+    case 3:
+      return "int";
+    case 4:
+      return "float";
+    case 5:
+      return "str";
+    case 6:
+      return "list";
+    case 7:
+      return "dict";
+    case 8:
+      return "Namespace";
+    default:
+      return "function";
   }
 }
 
@@ -36,14 +46,22 @@ std::string type_name(const Value& v) {
 bool truthy(const Value& v) {
   switch (v.data.index()) {
     case 0:
-    case 1: return false;
-    case 2: return v.as<bool>();
-    case 3: return v.as<std::int64_t>() != 0;
-    case 4: return v.as<double>() != 0.0;
-    case 5: return !v.str().empty();
-    case 6: return !v.items().empty();
-    case 7: return !v.dict().entries.empty();
-    default: return true;
+    case 1:
+      return false;
+    case 2:
+      return v.as<bool>();
+    case 3:
+      return v.as<std::int64_t>() != 0;
+    case 4:
+      return v.as<double>() != 0.0;
+    case 5:
+      return !v.str().empty();
+    case 6:
+      return !v.items().empty();
+    case 7:
+      return !v.dict().entries.empty();
+    default:
+      return true;
   }
 }
 
@@ -66,8 +84,10 @@ bool equal(const Value& a, const Value& b) {
   if (a.data.index() != b.data.index()) return false;
   switch (a.data.index()) {
     case 0:
-    case 1: return true;
-    case 5: return a.str() == b.str();
+    case 1:
+      return true;
+    case 5:
+      return a.str() == b.str();
     case 6: {
       const List& x = a.items();
       const List& y = b.items();
@@ -87,9 +107,12 @@ bool equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case 8: return a.as<NamespacePtr>() == b.as<NamespacePtr>();
-    case 9: return a.as<FunctionPtr>() == b.as<FunctionPtr>();
-    default: return false;
+    case 8:
+      return a.as<NamespacePtr>() == b.as<NamespacePtr>();
+    case 9:
+      return a.as<FunctionPtr>() == b.as<FunctionPtr>();
+    default:
+      return false;
   }
 }
 
@@ -120,19 +143,19 @@ bool less(const Value& a, const Value& b, int line) {
     }
     return x.size() < y.size();
   }
-  fail_render(line, "'<' not supported between instances of '" + type_name(a) + "' and '" +
-                        type_name(b) + "'");
+  fail_render(line, "'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'");
 }
 
 template <class Json>
 Value from_json(const Json& j, int depth) {
   if (depth > kMaxNesting) {
-    throw InvalidArgumentError("template context: JSON nested deeper than " +
-                               std::to_string(kMaxNesting) + " levels");
+    throw InvalidArgumentError("template context: JSON nested deeper than " + std::to_string(kMaxNesting) + " levels");
   }
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value::none();
-    case nlohmann::json::value_t::boolean: return Value::boolean(j.template get<bool>());
+    case nlohmann::json::value_t::null:
+      return Value::none();
+    case nlohmann::json::value_t::boolean:
+      return Value::boolean(j.template get<bool>());
     case nlohmann::json::value_t::number_integer:
       return Value::integer(j.template get<std::int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
@@ -143,7 +166,8 @@ Value from_json(const Json& j, int depth) {
       }
       return Value::integer(static_cast<std::int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value::number(j.template get<double>());
+    case nlohmann::json::value_t::number_float:
+      return Value::number(j.template get<double>());
     case nlohmann::json::value_t::string:
       return Value::string(j.template get_ref<const std::string&>());
     case nlohmann::json::value_t::array: {

@@ -37,8 +37,8 @@ struct Undefined {
 struct None {};
 
 struct Value {
-  using Data = std::variant<Undefined, None, bool, std::int64_t, double, std::string, ListPtr,
-                            DictPtr, NamespacePtr, FunctionPtr>;
+  using Data = std::variant<Undefined, None, bool, std::int64_t, double, std::string, ListPtr, DictPtr, NamespacePtr,
+                            FunctionPtr>;
   Data data = Undefined{};
 
   static Value undefined(std::string message) { return Value{Undefined{std::move(message)}}; }

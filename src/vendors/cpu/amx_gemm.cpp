@@ -17,8 +17,8 @@ OPCHAIN_TARGET_BEGIN("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx
 namespace opchain::cpu {
 namespace {
 
-constexpr int64_t kChunk = 32;  // bf16 of k per tile row: one TDPBF16PS step
-constexpr int64_t kGroup = 16;  // weight rows per A tile, activation rows per B tile
+constexpr int64_t kChunk = 32;              // bf16 of k per tile row: one TDPBF16PS step
+constexpr int64_t kGroup = 16;              // weight rows per A tile, activation rows per B tile
 constexpr int64_t kTile = kGroup * kChunk;  // uint16 per A or B tile (16 rows x 64 bytes)
 constexpr int64_t kRowBytes = kChunk * 2;
 
@@ -55,7 +55,8 @@ inline void transpose16(__m512i r[16]) {
   }
   for (int e = 0; e < 4; ++e) {
     const __m512i a = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88), b = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xdd);
-    const __m512i c = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88), d = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
+    const __m512i c = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88),
+                  d = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
     t[e] = _mm512_shuffle_i32x4(a, c, 0x88);
     t[4 + e] = _mm512_shuffle_i32x4(b, d, 0x88);
     t[8 + e] = _mm512_shuffle_i32x4(a, c, 0xdd);
@@ -64,7 +65,9 @@ inline void transpose16(__m512i r[16]) {
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
-inline __mmask32 first_n32(int64_t n) { return n >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << n) - 1); }
+inline __mmask32 first_n32(int64_t n) {
+  return n >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << n) - 1);
+}
 inline __mmask16 first_n16(int64_t n) { return n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << n) - 1); }
 
 // Activation rows x[0 .. n) (n <= 16) as B tiles, one per chunk: tile row kk holds, for each row m, the
@@ -76,7 +79,8 @@ void pack_activations(const float* x, int64_t ldx, int64_t n, int64_t k, int64_t
     __m512i v[16];
     for (int64_t r = 0; r < 16; ++r) {
       if (r < n) {
-        const __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * ldx + i), hi = _mm512_maskz_loadu_ps(m1, x + r * ldx + i + 16);
+        const __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * ldx + i),
+                     hi = _mm512_maskz_loadu_ps(m1, x + r * ldx + i + 16);
         v[r] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
       } else {
         v[r] = _mm512_setzero_si512();
@@ -201,7 +205,8 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
       const int64_t width = chunks * kChunk;
       uint16_t* p = scratch(partial_buf, static_cast<size_t>(kGroup * width));
       std::memset(p, 0, static_cast<size_t>(kGroup * width) * sizeof(uint16_t));
-      for (int64_t r = 0; r < valid; ++r) std::memcpy(p + r * width, wq + r * t.ldw, static_cast<size_t>(t.k) * sizeof(uint16_t));
+      for (int64_t r = 0; r < valid; ++r)
+        std::memcpy(p + r * width, wq + r * t.ldw, static_cast<size_t>(t.k) * sizeof(uint16_t));
       return WeightGroup{p, width * 2, p + full * kChunk, width * 2};
     }
     uint16_t* tl = tails + slot * kTile;

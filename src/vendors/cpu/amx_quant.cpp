@@ -65,7 +65,9 @@ inline void transpose16(__m512i r[16]) {
   }
 }
 
-inline __mmask16 lanes(int64_t n) { return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1); }
+inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
 
 // Weight rows [c, c + n) (n <= 16), channels [i, i + 64), as a tile load's source: in place when the
 // block is whole; else (the last weight rows, the k tail) copied into `stage` with zeros past the n rows
@@ -101,13 +103,16 @@ void combine(const Int8Tile& t, const int32_t* cbuf, int64_t c0, int64_t nw, int
     __m512 f;
     if (t.w_zeros) {
       const __m512i xs = _mm512_set1_epi64(t.x_sums[r]);
-      const __m512i lo = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v[m])), _mm512_mullo_epi64(z_lo, xs));
-      const __m512i hi = _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v[m], 1)), _mm512_mullo_epi64(z_hi, xs));
+      const __m512i lo =
+          _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v[m])), _mm512_mullo_epi64(z_lo, xs));
+      const __m512i hi =
+          _mm512_sub_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v[m], 1)), _mm512_mullo_epi64(z_hi, xs));
       f = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtepi64_ps(lo)), _mm512_cvtepi64_ps(hi), 1);
     } else {
       f = _mm512_cvtepi32_ps(v[m]);  // the same rounding as float(int64) of the same integer
     }
-    _mm512_mask_storeu_ps(t.out + r * t.ldo + c0, m16, _mm512_mul_ps(_mm512_mul_ps(f, _mm512_set1_ps(t.x_scales[r])), ws));
+    _mm512_mask_storeu_ps(t.out + r * t.ldo + c0, m16,
+                          _mm512_mul_ps(_mm512_mul_ps(f, _mm512_set1_ps(t.x_scales[r])), ws));
   }
 }
 
@@ -178,11 +183,15 @@ void amx_int8_tile(const Int8Tile& t) {
     for (int64_t r = 0; r < t.rows; r += 32) {
       const int64_t na = std::min<int64_t>(32, t.rows - r);
       if (nw > 16) {
-        if (na > 16) block<2, 2>(t, c, nw, r, na);
-        else block<2, 1>(t, c, nw, r, na);
+        if (na > 16)
+          block<2, 2>(t, c, nw, r, na);
+        else
+          block<2, 1>(t, c, nw, r, na);
       } else {
-        if (na > 16) block<1, 2>(t, c, nw, r, na);
-        else block<1, 1>(t, c, nw, r, na);
+        if (na > 16)
+          block<1, 2>(t, c, nw, r, na);
+        else
+          block<1, 1>(t, c, nw, r, na);
       }
     }
   }

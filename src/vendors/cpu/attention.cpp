@@ -12,8 +12,8 @@ namespace opchain::cpu {
 
 namespace {
 
-constexpr int64_t kQueryTile = 16;  // queries of one sequence per work item
-constexpr int64_t kKvChunk = 32;    // kv positions per online-softmax step (absolute: [32c, 32c + 32))
+constexpr int64_t kQueryTile = 16;     // queries of one sequence per work item
+constexpr int64_t kKvChunk = 32;       // kv positions per online-softmax step (absolute: [32c, 32c + 32))
 constexpr int64_t kMaxItemRows = 128;  // (query, head) rows per work item, bounding its state
 constexpr int64_t kLanesMax = 16;      // score widths are padded to whole vectors of the widest ISA
 
@@ -173,7 +173,8 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
     tile_q = std::max(tile_q, std::min(seqs[i].q_len, kQueryTile));
   }
   const int64_t threads = ThreadPool::global().num_threads();
-  const int64_t split = std::clamp<int64_t>((2 * threads + std::max<int64_t>(tiles, 1) - 1) / std::max<int64_t>(tiles, 1), 1, job.hk);
+  const int64_t split =
+      std::clamp<int64_t>((2 * threads + std::max<int64_t>(tiles, 1) - 1) / std::max<int64_t>(tiles, 1), 1, job.hk);
   const int64_t heads_per_item =
       std::max<int64_t>(1, std::min((job.hk + split - 1) / split, kMaxItemRows / (tile_q * group)));
 

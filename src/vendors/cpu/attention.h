@@ -9,7 +9,7 @@ namespace opchain::cpu {
 
 // Where one sequence's queries and keys are. Query i (0-based) sees kv positions [0, past + i + 1).
 struct AttnSeq {
-  int64_t q_row0 = 0;   // first query row in q/out
+  int64_t q_row0 = 0;  // first query row in q/out
   int64_t q_len = 0;
   int64_t past = 0;     // kv positions before the first query
   int64_t kv_row0 = 0;  // contiguous k/v: row of kv position 0

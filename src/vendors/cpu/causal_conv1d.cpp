@@ -42,8 +42,10 @@ void conv_block(const CausalConv1dArgs& a, const float* wt, int64_t c0, int64_t 
     for (int64_t j = 0; j < hist; ++j) {
       const float* u = row(len - hist + j);
       float* dst = state + j * c + c0;
-      if (u) std::copy(u, u + width, dst);
-      else std::fill(dst, dst + width, 0.0f);
+      if (u)
+        std::copy(u, u + width, dst);
+      else
+        std::fill(dst, dst + width, 0.0f);
     }
   }
 }
@@ -82,7 +84,8 @@ static void causal_conv1d(const CausalConv1dArgs& a) {
   transpose_weight(a.weight, wt);
   const int64_t blocks = (c + kChannelBlock - 1) / kChannelBlock;
   parallel_rows(blocks, a.x.size(0) * kChannelBlock * kw, [&](int64_t b, int64_t e) {
-    for (int64_t blk = b; blk < e; ++blk) conv_block(a, wt, blk * kChannelBlock, std::min(c, (blk + 1) * kChannelBlock));
+    for (int64_t blk = b; blk < e; ++blk)
+      conv_block(a, wt, blk * kChannelBlock, std::min(c, (blk + 1) * kChannelBlock));
   });
 }
 

@@ -80,7 +80,10 @@ void parallel_balanced(const std::vector<int64_t>& cost_before, int64_t total, c
     size_t lo = 0, hi = n;  // first item of `part`: owners are non-decreasing in i
     while (lo < hi) {
       const size_t mid = (lo + hi) / 2;
-      if (owner(mid) < part) lo = mid + 1; else hi = mid;
+      if (owner(mid) < part)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     for (size_t i = lo; i < n && owner(i) == part; ++i) fn(i);
   });
@@ -100,7 +103,8 @@ void parallel_dynamic(size_t n, int64_t total_cost, const F& fn) {
   }
   std::atomic<size_t> next{0};
   parallel_parts(static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), n)), [&](int) {
-    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed))
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed))
       fn(i);
   });
 }
@@ -134,7 +138,9 @@ inline float f16_to_f32_fast(uint16_t h) {
 // Row of a float-typed buffer (f32/bf16/f16) as f32; exact.
 inline void row_to_f32(const void* src, DType t, float* dst, int64_t n) {
   switch (t) {
-    case DType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * 4); break;
+    case DType::F32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
     case DType::BF16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
@@ -145,7 +151,8 @@ inline void row_to_f32(const void* src, DType t, float* dst, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32_fast(s[i]);
       break;
     }
-    default: for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
+    default:
+      for (int64_t i = 0; i < n; ++i) dst[i] = 0.0f;
   }
 }
 

@@ -14,7 +14,8 @@ static void embedding(const EmbeddingArgs& a) {
         std::fill(out, out + h, 0.0f);
         continue;
       }
-      row_to_f32(static_cast<const char*>(a.weight.raw()) + static_cast<size_t>(id) * row_bytes, a.weight.dtype(), out, h);
+      row_to_f32(static_cast<const char*>(a.weight.raw()) + static_cast<size_t>(id) * row_bytes, a.weight.dtype(), out,
+                 h);
     }
   });
 }

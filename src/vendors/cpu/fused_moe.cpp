@@ -41,12 +41,18 @@ struct SubKernels {
 
   const Kernel<OpType::GroupedMatmul>& for_dtype(DType t) const {
     switch (t) {
-      case DType::BF16: return gmm[1];
-      case DType::F16: return gmm[2];
-      case DType::U8: return gmm[3];
-      case DType::I8: return gmm[4];
-      case DType::F8E4M3: return gmm[5];
-      default: return gmm[0];
+      case DType::BF16:
+        return gmm[1];
+      case DType::F16:
+        return gmm[2];
+      case DType::U8:
+        return gmm[3];
+      case DType::I8:
+        return gmm[4];
+      case DType::F8E4M3:
+        return gmm[5];
+      default:
+        return gmm[0];
     }
   }
   Kernel<OpType::Swiglu> act;
@@ -74,11 +80,13 @@ static void fused_moe(const FusedMoeArgs& a) {
     return Tensor::view(scratch(buf, static_cast<size_t>(std::max<int64_t>(rows * cols, 1))), DType::F32, {rows, cols});
   };
   const Tensor x_sorted = f32(sorted_buf, pairs, h);
-  const Tensor offsets = Tensor::view(scratch(offsets_buf, static_cast<size_t>(experts + 1)), DType::I32, {experts + 1});
-  const Tensor where = Tensor::view(scratch(where_buf, static_cast<size_t>(std::max<int64_t>(pairs, 1))), DType::I32, {pairs});
+  const Tensor offsets =
+      Tensor::view(scratch(offsets_buf, static_cast<size_t>(experts + 1)), DType::I32, {experts + 1});
+  const Tensor where =
+      Tensor::view(scratch(where_buf, static_cast<size_t>(std::max<int64_t>(pairs, 1))), DType::I32, {pairs});
 
   const MoeInitRoutingArgs route{a.hidden, a.topk_ids, experts, a.meta, x_sorted, offsets, where};
-  launch(sk.route, route);  // traced from the op's field list, like every launch
+  launch(sk.route, route);                                  // traced from the op's field list, like every launch
   const int64_t routed = offsets.data<int32_t>()[experts];  // rows past this were not routed
 
   const Tensor xs = x_sorted.slice_rows(0, routed);

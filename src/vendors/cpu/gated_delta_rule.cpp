@@ -170,8 +170,10 @@ static void gated_delta_rule(const GatedDeltaRuleArgs& a) {
     thread_local Scratch sc;
     // The slot's [dk, dv] state, updated in place; a fresh sequence starts from zeros.
     if (!it.has_past) std::fill(it.slot_state, it.slot_state + dm.dk * dm.dv, 0.0f);
-    if (a.form == DeltaRuleForm::Recurrent || it.len == 1) walk(a, dm, it, it.slot_state, sc);
-    else chunked(a, dm, it, it.slot_state, sc);
+    if (a.form == DeltaRuleForm::Recurrent || it.len == 1)
+      walk(a, dm, it, it.slot_state, sc);
+    else
+      chunked(a, dm, it, it.slot_state, sc);
   });
 }
 

@@ -45,11 +45,18 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
       t.ldx = t.k;
       sk.gemm_bf16(t);
     }
-  } else switch (p.wdtype) {
-    case DType::BF16: sk.gemm_bf16(t); break;
-    case DType::F16: sk.gemm_f16(t); break;
-    default: sk.gemm_f32(t); break;
-  }
+  } else
+    switch (p.wdtype) {
+      case DType::BF16:
+        sk.gemm_bf16(t);
+        break;
+      case DType::F16:
+        sk.gemm_f16(t);
+        break;
+      default:
+        sk.gemm_f32(t);
+        break;
+    }
   if (p.bias) {  // out = dot + bias, as reference adds it after the sum
     for (int64_t c = it.c0; c < it.c1; ++c) {
       const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));

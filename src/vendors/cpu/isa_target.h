@@ -21,7 +21,8 @@
 
 #define OPCHAIN_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
-#define OPCHAIN_TARGET_BEGIN(isa) OPCHAIN_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
+#define OPCHAIN_TARGET_BEGIN(isa) \
+  OPCHAIN_PRAGMA(clang attribute push(__attribute__((target(isa))), apply_to = function))
 #define OPCHAIN_TARGET_END() OPCHAIN_PRAGMA(clang attribute pop)
 #else
 #define OPCHAIN_TARGET_BEGIN(isa) OPCHAIN_PRAGMA(GCC push_options) OPCHAIN_PRAGMA(GCC target(isa))

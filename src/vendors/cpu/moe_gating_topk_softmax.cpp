@@ -54,7 +54,10 @@ static void moe_gating_topk_softmax(const MoeGatingTopkSoftmaxArgs& a) {
         int64_t pick = -1;
         for (int64_t i = 0; i < e; ++i) {
           if (flag[i] & 2) continue;
-          if (pick < 0) { pick = i; continue; }
+          if (pick < 0) {
+            pick = i;
+            continue;
+          }
           const bool ai = flag[i] & 1, ap = flag[pick] & 1;
           if (ai != ap ? ai : prob[i] > prob[pick]) pick = i;
         }

@@ -45,8 +45,6 @@ void moe_init_routing(const MoeInitRoutingArgs& a) {
   });
 }
 
-void register_moe_init_routing(Registry& reg) {
-  add_kernel<OpType::MoeInitRouting>(reg, DType::F32, moe_init_routing);
-}
+void register_moe_init_routing(Registry& reg) { add_kernel<OpType::MoeInitRouting>(reg, DType::F32, moe_init_routing); }
 
 }  // namespace opchain::cpu

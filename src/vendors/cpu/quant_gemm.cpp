@@ -25,9 +25,9 @@ struct Prepared {
   int64_t ld = 0;
   int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
   int64_t ld8 = 0;
-  int32_t* sums = nullptr;  // Int8Token: each row's code sum
+  int32_t* sums = nullptr;   // Int8Token: each row's code sum
   int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
-  float* scales = nullptr;  // Int8Token: [rows]; Fp8Group: [rows, groups]
+  float* scales = nullptr;   // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
   void* x4 = nullptr;        // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
   float* x4_sums = nullptr;  // and their group sums, [rows, groups]
@@ -35,12 +35,14 @@ struct Prepared {
 
 // Whether the ISA's int4 tile runs this weight (else its rows are decoded into an f32 panel).
 bool int4_tile_fits(const QuantKernels* qk, const QuantParams& q, ActivationForm form) {
-  return qk && form == ActivationForm::Bf16 && q.scheme == QuantScheme::Int4Group && q.group_of.is_null() && q.group_size > 0 &&
-         q.in_features % qk->int4_chunk == 0 && q.group_size % qk->int4_chunk == 0;
+  return qk && form == ActivationForm::Bf16 && q.scheme == QuantScheme::Int4Group && q.group_of.is_null() &&
+         q.group_size > 0 && q.in_features % qk->int4_chunk == 0 && q.group_size % qk->int4_chunk == 0;
 }
 
 // Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
-bool packs_int8(const QuantKernels* qk, const QuantGemmProblem& p) { return qk && qk->int8_pack && p.rows >= qk->int8_pack_rows; }
+bool packs_int8(const QuantKernels* qk, const QuantGemmProblem& p) {
+  return qk && qk->int8_pack && p.rows >= qk->int8_pack_rows;
+}
 
 struct Item {
   uint32_t problem;
@@ -58,7 +60,8 @@ void add_bias(const QuantGemmProblem& p, const Item& it) {
 // out[r, c] for the item's rows and columns. The weight rows are decoded into an f32 panel once per
 // item: exactly dequantised (F32 / Bf16 forms) or the fp8 codes' values (Fp8Group, scales applied per
 // group after each group's dot), then every element is a fixed-order dot (Note [cpu kernels]).
-void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProblem& p, const Prepared& a, const Item& it) {
+void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProblem& p, const Prepared& a,
+              const Item& it) {
   const QuantParams& q = *p.q;
   const int64_t in = q.in_features, cols = it.c1 - it.c0;
   if (a.x4) {
@@ -236,14 +239,15 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
     if (int4_tile) {
       x4_total += static_cast<size_t>(p.rows * in * qk->int4_x_bytes);
       scale_total += static_cast<size_t>(p.rows * p.q->groups());
-    }
-    else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) val_total += static_cast<size_t>(p.rows * in);
+    } else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group)
+      val_total += static_cast<size_t>(p.rows * in);
     if (a.form == ActivationForm::Int8Token) {
       a.ld8 = (in + 63) / 64 * 64;
       code_total += static_cast<size_t>(p.rows * a.ld8);
       scale_total += static_cast<size_t>(p.rows);
       sum_total += static_cast<size_t>(p.rows);
-      if (packs_int8(qk, p)) pack_total += static_cast<size_t>((p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8);
+      if (packs_int8(qk, p))
+        pack_total += static_cast<size_t>((p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8);
     }
     if (a.form == ActivationForm::Fp8Group) {
       a.group = p.q->act_group > 0 ? p.q->act_group : in;
@@ -346,12 +350,15 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
     const QuantGemmProblem& p = problems[i];
     for (int64_t c0 = 0; c0 < p.n; c0 += col_tile)
       for (int64_t r0 = 0; r0 < p.rows; r0 += kRowTile) {
-        items.push_back({static_cast<uint32_t>(i), r0, std::min(r0 + kRowTile, p.rows), c0, std::min(c0 + col_tile, p.n)});
+        items.push_back(
+            {static_cast<uint32_t>(i), r0, std::min(r0 + kRowTile, p.rows), c0, std::min(c0 + col_tile, p.n)});
         total += (std::min(r0 + kRowTile, p.rows) - r0 + 4) * (std::min(c0 + col_tile, p.n) - c0) * p.q->in_features;
       }
   }
   std::vector<Prepared>& prepared = prep;
-  parallel_dynamic(items.size(), total, [&](size_t i) { run_item(sk, qk, problems[items[i].problem], prepared[items[i].problem], items[i]); });
+  parallel_dynamic(items.size(), total, [&](size_t i) {
+    run_item(sk, qk, problems[items[i].problem], prepared[items[i].problem], items[i]);
+  });
 }
 
 }  // namespace opchain::cpu

@@ -16,8 +16,8 @@ struct QuantGemmProblem {
   int64_t rows = 0;
   const Tensor* codes = nullptr;  // the weight's codes, [n, ...]
   const QuantParams* q = nullptr;
-  int64_t n = 0;               // output features
-  float* out = nullptr;        // [rows, n], row stride ldo
+  int64_t n = 0;         // output features
+  float* out = nullptr;  // [rows, n], row stride ldo
   int64_t ldo = 0;
   const void* bias = nullptr;  // [n] or null
   DType bias_dtype = DType::F32;

@@ -44,7 +44,9 @@ constexpr int64_t kChunk = 64;  // int4 channels per step: 32 code bytes, 32 low
 
 // acc += the dot products. (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12
 // keeps an array it cannot fully unroll early in memory, and the kernels then run at half speed.)
-inline void dpbf16(__m512& acc, __m512i a, __m512i b) { acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b)); }
+inline void dpbf16(__m512& acc, __m512i a, __m512i b) {
+  acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
 // vpdpbusd through asm: with the intrinsic GCC 12 keeps the int8 tile's accumulators on the stack.
 inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8)); }
 
@@ -99,7 +101,9 @@ struct FromCodes {
   const uint8_t* codes;
   int64_t ld;
   NibbleBf16 nb;
-  inline void get(int64_t c, int64_t chunk, __m512i& lo, __m512i& hi) const { nb.unpack(codes + c * ld + chunk * (kChunk / 2), lo, hi); }
+  inline void get(int64_t c, int64_t chunk, __m512i& lo, __m512i& hi) const {
+    nb.unpack(codes + c * ld + chunk * (kChunk / 2), lo, hi);
+  }
   const uint8_t* prefetch_base(int64_t c) const { return codes + c * ld; }
   static constexpr int64_t kBytesPerChunk = kChunk / 2;
 };
@@ -143,13 +147,15 @@ inline void int4_micro_z(const Int4Tile& t, const W& src, int64_t r0, int64_t c0
     const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
       if (kPrefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
-        for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64) __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
+        for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64)
+          __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
       __m512i wlo[C], whi[C];
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) src.get(c0 + c, chunk, wlo[c], whi[c]);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk), xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
+        const __m512i xe = _mm512_loadu_si512(x[r] + chunk * kChunk),
+                      xo = _mm512_loadu_si512(x[r] + chunk * kChunk + kChunk / 2);
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) {
           dpbf16(gacc[r][c], xe, wlo[c]);
@@ -190,7 +196,8 @@ void zero_terms(const Int4Tile& t) {
   const __m512i lane = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm512_set1_epi32(static_cast<int>(t.groups)));
   for (int64_t c = 0; c < t.cols; c += 16) {
-    const __mmask16 m = t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
+    const __mmask16 m =
+        t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
     const float* sc = t.scales + c * t.groups;
     const float* zc = t.zeros ? t.zeros + c * t.groups : nullptr;
     for (int64_t g = 0; g < t.groups; ++g) {
@@ -203,7 +210,8 @@ void zero_terms(const Int4Tile& t) {
   for (int64_t r = 0; r < t.rows; ++r) {
     const float* xs = t.x_sums + r * t.groups;
     for (int64_t c = 0; c < t.cols; c += 16) {
-      const __mmask16 m = t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
+      const __mmask16 m =
+          t.cols - c >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.cols - c)) - 1);
       __m512 acc = _mm512_setzero_ps();
       for (int64_t g = 0; g < t.groups; ++g)
         acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, sz + g * t.cols + c), _mm512_set1_ps(xs[g]), acc);
@@ -243,7 +251,8 @@ void int4_tile(const Int4Tile& t) {
   int64_t c = 0;
   for (; c + 2 <= t.cols; c += 2)
     for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2>(t, from, r, c); });
-  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, from, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, from, r, c); });
 }
 
 // The weight codes flipped to w + 128 (u8) times the activation codes (s8): sum_k x (w + 128) =
@@ -313,9 +322,10 @@ float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
   __m512i s = _mm512_setzero_si512();
   for (int64_t i = 0; i < k; i += 16) {
     const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
-    const __m512i v = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv)),
-                                                        _mm512_set1_epi32(127)),
-                                       _mm512_set1_epi32(-128));
+    const __m512i v =
+        _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv)),
+                                          _mm512_set1_epi32(127)),
+                         _mm512_set1_epi32(-128));
     _mm512_mask_cvtepi32_storeu_epi8(q + i, m, v);
     s = _mm512_add_epi32(s, v);
   }
@@ -333,7 +343,8 @@ void int8_tile(const Int8Tile& t) {
   int64_t c = 0;
   for (; c + 4 <= t.cols; c += 4)
     for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
-  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
 const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile};
@@ -344,11 +355,14 @@ const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare,
 // rows (from memory both run at the bandwidth; CpuPerf.DISABLED_QuantInt8Tiles). Both give the same
 // bits, so the choice by row count keeps results batch invariant.
 void int8_tile_amx(const Int8Tile& t) {
-  if (t.xp) amx_int8_tile(t);
-  else int8_tile(t);
+  if (t.xp)
+    amx_int8_tile(t);
+  else
+    int8_tile(t);
 }
 constexpr int64_t kAmxPackRows = 4;
-const QuantKernels kAmxKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows};
+const QuantKernels kAmxKernels = {kChunk,        2,           int4_prepare, int4_tile, int8_prepare, int8_tile_amx,
+                                  amx_int8_pack, kAmxPackRows};
 
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
@@ -403,7 +417,8 @@ inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.codes + (c0 + c) * t.code_ld + chunk * (kChunk / 2))));
+        const __m256i v = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(t.codes + (c0 + c) * t.code_ld + chunk * (kChunk / 2))));
         const __m256 wlo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), zc[c]));
         const __m256 whi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), zc[c]));
 #pragma GCC unroll 8
@@ -431,16 +446,20 @@ void int4_tile(const Int4Tile& t) {
   if (t.rows <= 2) {
     int64_t c = 0;
     for (; c + 4 <= t.cols; c += 4) {
-      if (t.rows == 1) int4_micro<1, 4>(t, 0, c);
-      else int4_micro<2, 4>(t, 0, c);
+      if (t.rows == 1)
+        int4_micro<1, 4>(t, 0, c);
+      else
+        int4_micro<2, 4>(t, 0, c);
     }
-    for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+    for (; c < t.cols; ++c)
+      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
     return;
   }
   int64_t c = 0;
   for (; c + 2 <= t.cols; c += 2)
     for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2>(t, r, c); });
-  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
 // |w| (u8) times sign(x, w) (s8): pairs of products sum to at most 2 * 128 * 127, so vpmaddubsw never
@@ -473,7 +492,8 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
       const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.x + (r0 + r) * t.ldx + i));
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c)
-        acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(_mm256_maddubs_epi16(aw[c], _mm256_sign_epi8(x, w[c])), ones16));
+        acc[r][c] = _mm256_add_epi32(acc[r][c],
+                                     _mm256_madd_epi16(_mm256_maddubs_epi16(aw[c], _mm256_sign_epi8(x, w[c])), ones16));
     }
   }
 #pragma GCC unroll 8
@@ -508,9 +528,9 @@ float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
   __m256i s = _mm256_setzero_si256();
   i = 0;
   for (; i + 8 <= k; i += 8) {
-    const __m256i v = _mm256_max_epi32(_mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv)),
-                                                        _mm256_set1_epi32(127)),
-                                       _mm256_set1_epi32(-128));
+    const __m256i v = _mm256_max_epi32(
+        _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv)), _mm256_set1_epi32(127)),
+        _mm256_set1_epi32(-128));
     s = _mm256_add_epi32(s, v);
     const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packs_epi16(w16, w16));
@@ -528,7 +548,8 @@ void int8_tile(const Int8Tile& t) {
   int64_t c = 0;
   for (; c + 4 <= t.cols; c += 4)
     for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
-  for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
 const QuantKernels kKernels = {kChunk, 4, int4_prepare, int4_tile, int8_prepare, int8_tile};
@@ -587,7 +608,8 @@ void int8_tile(const Int8Tile& t) {
   int64_t c = 0;
   for (; c + 4 <= t.cols; c += 4)
     for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
-  for (; c < t.cols; ++c) for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
 }
 
 const QuantKernels kKernels = {avx2q::kChunk, 4, avx2q::int4_prepare, avx2q::int4_tile, avx2q::int8_prepare, int8_tile};
@@ -634,15 +656,20 @@ const QuantKernels* quant_kernels() {
 #if OPCHAIN_CPU_X86
   static const bool avx512_full = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vnni");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avx512vnni");
   }();
   const QuantKernels* avx2 = avx_vnni_enabled() ? &avxvnniq::kKernels : &avx2q::kKernels;
   switch (active_isa()) {
-    case Isa::Avx512: return avx512_full ? &avx512q::kKernels : avx2;  // AVX-512 without BF16/VNNI: the AVX2 tiles
-    case Isa::Amx: return &avx512q::kAmxKernels;  // Amx implies the full AVX-512 set
-    case Isa::Avx2: return avx2;
-    case Isa::Generic: return nullptr;
+    case Isa::Avx512:
+      return avx512_full ? &avx512q::kKernels : avx2;  // AVX-512 without BF16/VNNI: the AVX2 tiles
+    case Isa::Amx:
+      return &avx512q::kAmxKernels;  // Amx implies the full AVX-512 set
+    case Isa::Avx2:
+      return avx2;
+    case Isa::Generic:
+      return nullptr;
   }
 #endif
   return nullptr;

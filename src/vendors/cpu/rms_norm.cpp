@@ -25,7 +25,8 @@ static void rms_norm(const RmsNormArgs& a) {
   thread_local std::vector<float> wbuf;
   const float* w = weight_f32(a.weight, wbuf);
   parallel_rows(rows, h, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) rms_norm_row(sk, a.x.data<float>() + r * h, w, a.eps, h, a.out.data<float>() + r * h);
+    for (int64_t r = b; r < e; ++r)
+      rms_norm_row(sk, a.x.data<float>() + r * h, w, a.eps, h, a.out.data<float>() + r * h);
   });
 }
 

@@ -7,7 +7,8 @@ static void sigmoid_gate_mul(const SigmoidGateMulArgs& a) {
   const int64_t n = a.x.size(0), m = n ? a.x.numel() / n : 0;
   const SimdKernels& sk = simd();
   parallel_rows(n, 8 * m, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) sk.sigmoid_mul(a.gate.data<float>() + r * m, a.x.data<float>() + r * m, a.x.data<float>() + r * m, m);
+    for (int64_t r = b; r < e; ++r)
+      sk.sigmoid_mul(a.gate.data<float>() + r * m, a.x.data<float>() + r * m, a.x.data<float>() + r * m, m);
   });
 }
 

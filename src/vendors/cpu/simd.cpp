@@ -49,7 +49,9 @@ static inline vec vpow2n(vec n) {
   std::memcpy(&v, &bits, sizeof v);
   return v;
 }
-static inline vec vround(vec x) { return vec{std::nearbyint(x[0]), std::nearbyint(x[1]), std::nearbyint(x[2]), std::nearbyint(x[3])}; }
+static inline vec vround(vec x) {
+  return vec{std::nearbyint(x[0]), std::nearbyint(x[1]), std::nearbyint(x[2]), std::nearbyint(x[3])};
+}
 static inline float vreduce(vec v) { return (v[0] + v[2]) + (v[1] + v[3]); }
 static inline void vkeep(vec&) {}
 // v[i][j] <- v[j][i]: kLanes vectors of kLanes lanes transposed in registers (attention's key chunks).
@@ -60,10 +62,25 @@ static inline void vtranspose(vec (&v)[kLanes]) {
   for (int i = 0; i < kLanes; ++i) v[i] = t[i];
 }
 #include "vendors/cpu/simd_impl.inc"
-const SimdKernels kKernels = {Isa::Generic, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
-                              scale_max, exp_shifted_sum};
+const SimdKernels kKernels = {Isa::Generic,
+                              gemm_tile<DType::F32>,
+                              gemm_tile<DType::BF16>,
+                              gemm_tile<DType::F16>,
+                              dot,
+                              dot_block,
+                              axpy_multi,
+                              scale,
+                              exp_shifted,
+                              scores_block,
+                              axpy_rows,
+                              silu_mul,
+                              sigmoid_mul,
+                              delta_rule_step,
+                              conv_silu_row,
+                              transpose_keys,
+                              widen_bf16,
+                              scale_max,
+                              exp_shifted_sum};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -116,10 +133,25 @@ static inline float vreduce(vec v) {
   return _mm_cvtss_f32(s1);
 }
 #include "vendors/cpu/simd_impl.inc"
-const SimdKernels kKernels = {Isa::Avx2, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
-                              scale_max, exp_shifted_sum};
+const SimdKernels kKernels = {Isa::Avx2,
+                              gemm_tile<DType::F32>,
+                              gemm_tile<DType::BF16>,
+                              gemm_tile<DType::F16>,
+                              dot,
+                              dot_block,
+                              axpy_multi,
+                              scale,
+                              exp_shifted,
+                              scores_block,
+                              axpy_rows,
+                              silu_mul,
+                              sigmoid_mul,
+                              delta_rule_step,
+                              conv_silu_row,
+                              transpose_keys,
+                              widen_bf16,
+                              scale_max,
+                              exp_shifted_sum};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -191,10 +223,25 @@ static inline float vreduce(vec v) {
   return _mm_cvtss_f32(s1);
 }
 #include "vendors/cpu/simd_impl.inc"
-const SimdKernels kKernels = {Isa::Avx512, gemm_tile<DType::F32>, gemm_tile<DType::BF16>, gemm_tile<DType::F16>,
-                              dot, dot_block, axpy_multi, scale, exp_shifted, scores_block, axpy_rows,
-                              silu_mul, sigmoid_mul, delta_rule_step, conv_silu_row, transpose_keys, widen_bf16,
-                              scale_max, exp_shifted_sum};
+const SimdKernels kKernels = {Isa::Avx512,
+                              gemm_tile<DType::F32>,
+                              gemm_tile<DType::BF16>,
+                              gemm_tile<DType::F16>,
+                              dot,
+                              dot_block,
+                              axpy_multi,
+                              scale,
+                              exp_shifted,
+                              scores_block,
+                              axpy_rows,
+                              silu_mul,
+                              sigmoid_mul,
+                              delta_rule_step,
+                              conv_silu_row,
+                              transpose_keys,
+                              widen_bf16,
+                              scale_max,
+                              exp_shifted_sum};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 
@@ -253,8 +300,8 @@ struct PackedRows {
 constexpr int64_t kPfGroups = 4;
 
 template <int R, int C, class Rows = RowArrays>
-static inline void micro(Rows x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo,
-                         const char* pf = nullptr, int64_t pf_every = 1, int64_t pf_phase = 0) {
+static inline void micro(Rows x, const uint16_t* const* w, int64_t k, float* out, int64_t ldo, const char* pf = nullptr,
+                         int64_t pf_every = 1, int64_t pf_phase = 0) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -352,7 +399,8 @@ static void pack_rows(const uint16_t* xb, int64_t rows, int64_t kp, uint16_t* ou
     const int64_t n = std::min<int64_t>(8, rows - r0);
     uint16_t* blk = out + r0 * kp;
     for (int64_t s = 0; s < kp; s += kPair)
-      for (int64_t r = 0; r < n; ++r) std::memcpy(blk + s * n + r * kPair, xb + (r0 + r) * kp + s, kPair * sizeof(uint16_t));
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(blk + s * n + r * kPair, xb + (r0 + r) * kp + s, kPair * sizeof(uint16_t));
   }
 }
 
@@ -367,14 +415,29 @@ static inline void rows_c_packed(const uint16_t* xp, int64_t rows, int64_t kp, c
   const uint16_t* x = xp + r * kp;
   const int64_t b = r / 8;
   switch (rows - r) {
-    case 7: micro_packed<7, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 6: micro_packed<6, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 5: micro_packed<5, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 4: micro_packed<4, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 3: micro_packed<3, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 2: micro_packed<2, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    case 1: micro_packed<1, C>(x, w, k, o, ldo, pf, blocks, b); break;
-    default: break;
+    case 7:
+      micro_packed<7, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 6:
+      micro_packed<6, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 5:
+      micro_packed<5, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 4:
+      micro_packed<4, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 3:
+      micro_packed<3, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 2:
+      micro_packed<2, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    case 1:
+      micro_packed<1, C>(x, w, k, o, ldo, pf, blocks, b);
+      break;
+    default:
+      break;
   }
 }
 
@@ -386,14 +449,29 @@ static inline void rows_c(const uint16_t* const* x, int64_t rows, const uint16_t
   for (; r + 8 <= rows; r += 8, pf = nullptr) micro<8, C>(RowArrays{x + r}, w, k, out + r * ldo, ldo, pf);
   float* o = out + r * ldo;
   switch (rows - r) {
-    case 7: micro<7, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 6: micro<6, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 5: micro<5, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 4: micro<4, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 3: micro<3, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 2: micro<2, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    case 1: micro<1, C>(RowArrays{x + r}, w, k, o, ldo, pf); break;
-    default: break;
+    case 7:
+      micro<7, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 6:
+      micro<6, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 5:
+      micro<5, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 4:
+      micro<4, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 3:
+      micro<3, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 2:
+      micro<2, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    case 1:
+      micro<1, C>(RowArrays{x + r}, w, k, o, ldo, pf);
+      break;
+    default:
+      break;
   }
 }
 
@@ -426,11 +504,20 @@ static void gemm_tile(const GemmTile& t) {
       };
       int64_t c = 0;
       switch (rows) {  // few rows: memory bound, stream 8 weight rows at once
-        case 1: for (; c + 8 <= cols; c += 8) micro_few_rows<1, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
-        case 2: for (; c + 8 <= cols; c += 8) micro_few_rows<2, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
-        case 3: for (; c + 8 <= cols; c += 8) micro_few_rows<3, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8)); break;
-        case 4: for (; c + 6 <= cols; c += 6) micro_few_rows<4, 6>(xr, wr + c, t.k, o + c, t.ldo, next(c + 6)); break;
-        default: break;
+        case 1:
+          for (; c + 8 <= cols; c += 8) micro_few_rows<1, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8));
+          break;
+        case 2:
+          for (; c + 8 <= cols; c += 8) micro_few_rows<2, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8));
+          break;
+        case 3:
+          for (; c + 8 <= cols; c += 8) micro_few_rows<3, 8>(xr, wr + c, t.k, o + c, t.ldo, next(c + 8));
+          break;
+        case 4:
+          for (; c + 6 <= cols; c += 6) micro_few_rows<4, 6>(xr, wr + c, t.k, o + c, t.ldo, next(c + 6));
+          break;
+        default:
+          break;
       }
       if (packed) {  // kRows is a multiple of 8, so the row block starts a packed block
         const uint16_t* xp = xpk + r0 * kp;
@@ -451,17 +538,22 @@ namespace opchain::cpu {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Generic: return "generic";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-    case Isa::Amx: return "amx";
+    case Isa::Generic:
+      return "generic";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Amx:
+      return "amx";
   }
   return "?";
 }
 
 bool isa_supported(Isa isa) {
   switch (isa) {
-    case Isa::Generic: return true;
+    case Isa::Generic:
+      return true;
 #if OPCHAIN_CPU_X86
     case Isa::Avx2:
       __builtin_cpu_init();
@@ -472,7 +564,8 @@ bool isa_supported(Isa isa) {
     case Isa::Amx:
       return bf16_dot_supported() && amx_supported();
 #else
-    default: return false;
+    default:
+      return false;
 #endif
   }
   return false;
@@ -508,13 +601,18 @@ bool set_active_isa(Isa isa) {
 
 const SimdKernels* simd_for(Isa isa) {
   switch (isa) {
-    case Isa::Generic: return &generic::kKernels;
+    case Isa::Generic:
+      return &generic::kKernels;
 #if OPCHAIN_CPU_X86
-    case Isa::Avx2: return &avx2::kKernels;
-    case Isa::Avx512: return &avx512::kKernels;
-    case Isa::Amx: return &avx512::kKernels;  // the avx512 loops; the matmul tiles differ (bf16_dot_gemm)
+    case Isa::Avx2:
+      return &avx2::kKernels;
+    case Isa::Avx512:
+      return &avx512::kKernels;
+    case Isa::Amx:
+      return &avx512::kKernels;  // the avx512 loops; the matmul tiles differ (bf16_dot_gemm)
 #else
-    default: return nullptr;
+    default:
+      return nullptr;
 #endif
   }
   return nullptr;
@@ -537,9 +635,12 @@ GemmTileFn bf16_dot_gemm() {
   static const bool supported = bf16_dot_supported();
   if (!supported) return nullptr;
   switch (active_isa()) {
-    case Isa::Avx512: return &avx512bf16::gemm_tile;
-    case Isa::Amx: return &amx_bf16_gemm_tile;  // every row count: Note [AMX tier]
-    default: return nullptr;
+    case Isa::Avx512:
+      return &avx512bf16::gemm_tile;
+    case Isa::Amx:
+      return &amx_bf16_gemm_tile;  // every row count: Note [AMX tier]
+    default:
+      return nullptr;
   }
 #else
   return nullptr;

@@ -69,7 +69,7 @@ using GemmTileFn = void (*)(const GemmTile&);
 // cannot run it.
 GemmTileFn bf16_dot_gemm();
 
-const SimdKernels& simd();  // of active_isa()
+const SimdKernels& simd();             // of active_isa()
 const SimdKernels* simd_for(Isa isa);  // null when not compiled in
 
 }  // namespace opchain::cpu

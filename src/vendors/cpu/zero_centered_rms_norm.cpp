@@ -27,7 +27,8 @@ static void zero_centered_rms_norm(const ZeroCenteredRmsNormArgs& a) {
 }
 
 void register_zero_centered_rms_norm(Registry& reg) {
-  for (DType t : {DType::F32, DType::BF16, DType::F16}) add_kernel<OpType::ZeroCenteredRmsNorm>(reg, t, zero_centered_rms_norm);
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    add_kernel<OpType::ZeroCenteredRmsNorm>(reg, t, zero_centered_rms_norm);
 }
 
 }  // namespace opchain::cpu

@@ -22,7 +22,8 @@ static void apply_rotary_pos_emb(const ApplyRotaryPosEmbArgs& a) {
 }
 
 void register_apply_rotary_pos_emb(Registry& reg) {
-  reg.add<OpType::ApplyRotaryPosEmb>(kReferenceVendor, DType::F32, apply_rotary_pos_emb, "reference::apply_rotary_pos_emb");
+  reg.add<OpType::ApplyRotaryPosEmb>(kReferenceVendor, DType::F32, apply_rotary_pos_emb,
+                                     "reference::apply_rotary_pos_emb");
 }
 
 }  // namespace opchain::reference

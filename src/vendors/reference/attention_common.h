@@ -42,7 +42,8 @@ inline const float* paged_row(const Tensor& cache, const AttnMetadata& m, int64_
   const int64_t offset = ((block * bs + p % bs) * hk + kvh) * d;
   if (cache.dtype() == DType::F32) return cache.data<float>() + offset;
   buf.resize(static_cast<size_t>(d));
-  for (int64_t c = 0; c < d; ++c) buf[static_cast<size_t>(c)] = load_as_f32(cache.raw(), cache.dtype(), static_cast<size_t>(offset + c));
+  for (int64_t c = 0; c < d; ++c)
+    buf[static_cast<size_t>(c)] = load_as_f32(cache.raw(), cache.dtype(), static_cast<size_t>(offset + c));
   return buf.data();
 }
 

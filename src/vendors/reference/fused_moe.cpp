@@ -21,7 +21,8 @@ static void quant_fused_moe(const FusedMoeArgs& a) {
       const QuantActivation xg = prepare_activation(a.hidden.data<float>() + t * h, h, a.precision, *w.gate_q[e]);
       const QuantActivation xu = prepare_activation(a.hidden.data<float>() + t * h, h, a.precision, *w.up_q[e]);
       for (int64_t i = 0; i < inter; ++i)
-        act[static_cast<size_t>(i)] = silu(quant_dot(xg, w.gate[e], *w.gate_q[e], i, wrow)) * quant_dot(xu, w.up[e], *w.up_q[e], i, wrow);
+        act[static_cast<size_t>(i)] =
+            silu(quant_dot(xg, w.gate[e], *w.gate_q[e], i, wrow)) * quant_dot(xu, w.up[e], *w.up_q[e], i, wrow);
       const QuantActivation xd = prepare_activation(act.data(), inter, a.precision, *w.down_q[e]);
       for (int64_t c = 0; c < h; ++c) out[c] += weight * quant_dot(xd, w.down[e], *w.down_q[e], c, wrow);
     }

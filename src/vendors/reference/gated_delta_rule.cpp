@@ -71,7 +71,8 @@ void chunked(const HeadView& hv, int64_t len, float scale, std::vector<float>& s
         di[c] = beta * (v[c] - e * s0k);
       }
       for (int64_t j = 0; j < i; ++j) {
-        const float aij = beta * std::exp(cum[static_cast<size_t>(i)] - cum[static_cast<size_t>(j)]) * dot_k(k, hv.k(c0 + j));
+        const float aij =
+            beta * std::exp(cum[static_cast<size_t>(i)] - cum[static_cast<size_t>(j)]) * dot_k(k, hv.k(c0 + j));
         for (int64_t c = 0; c < dv; ++c) di[c] -= aij * d[static_cast<size_t>(j * dv + c)];
       }
     }
@@ -85,7 +86,8 @@ void chunked(const HeadView& hv, int64_t len, float scale, std::vector<float>& s
         o[static_cast<size_t>(c)] = e * s0q;
       }
       for (int64_t j = 0; j <= i; ++j) {
-        const float w = std::exp(cum[static_cast<size_t>(i)] - cum[static_cast<size_t>(j)]) * dot_k(q.data(), hv.k(c0 + j));
+        const float w =
+            std::exp(cum[static_cast<size_t>(i)] - cum[static_cast<size_t>(j)]) * dot_k(q.data(), hv.k(c0 + j));
         for (int64_t c = 0; c < dv; ++c) o[static_cast<size_t>(c)] += w * d[static_cast<size_t>(j * dv + c)];
       }
       std::copy(o.begin(), o.end(), hv.out(c0 + i));
@@ -96,7 +98,8 @@ void chunked(const HeadView& hv, int64_t len, float scale, std::vector<float>& s
       const float w = std::exp(last - cum[static_cast<size_t>(j)]);
       const float* k = hv.k(c0 + j);
       for (int64_t r = 0; r < dk; ++r)
-        for (int64_t c = 0; c < dv; ++c) s[static_cast<size_t>(r * dv + c)] += w * k[r] * d[static_cast<size_t>(j * dv + c)];
+        for (int64_t c = 0; c < dv; ++c)
+          s[static_cast<size_t>(r * dv + c)] += w * k[r] * d[static_cast<size_t>(j * dv + c)];
     }
   }
 }
@@ -120,8 +123,10 @@ static void gated_delta_rule(const GatedDeltaRuleArgs& a) {
       std::vector<float> s(static_cast<size_t>(dk * dv), 0.0f);
       if (past > 0) s.assign(slot_state, slot_state + dk * dv);
       const HeadView hv{a, start, h, h / group, dk, dv, nk, nv, width};
-      if (a.form == DeltaRuleForm::Chunked && len > 1) chunked(hv, len, a.scale, s);
-      else recurrent(hv, len, a.scale, s);
+      if (a.form == DeltaRuleForm::Chunked && len > 1)
+        chunked(hv, len, a.scale, s);
+      else
+        recurrent(hv, len, a.scale, s);
       std::copy(s.begin(), s.end(), slot_state);
     }
   }

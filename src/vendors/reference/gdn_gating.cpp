@@ -10,7 +10,8 @@ static void gdn_gating(const GdnGatingArgs& a) {
     for (int64_t h = 0; h < nv; ++h) {
       const float x = av[h] + load_as_f32(a.dt_bias.raw(), a.dt_bias.dtype(), static_cast<size_t>(h));
       const float softplus = x > 20.0f ? x : std::log1p(std::exp(x));
-      a.g.data<float>()[t * nv + h] = -std::exp(load_as_f32(a.a_log.raw(), a.a_log.dtype(), static_cast<size_t>(h))) * softplus;
+      a.g.data<float>()[t * nv + h] =
+          -std::exp(load_as_f32(a.a_log.raw(), a.a_log.dtype(), static_cast<size_t>(h))) * softplus;
       a.beta.data<float>()[t * nv + h] = 1.0f / (1.0f + std::exp(-b[h]));
     }
   }

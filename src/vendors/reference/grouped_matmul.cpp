@@ -12,7 +12,8 @@ static void grouped_matmul(const GroupedMatmulArgs& a) {
       const QuantParams& q = *(*a.quant)[static_cast<size_t>(e)];
       for (int64_t r = a.expert_offsets.data<int32_t>()[e]; r < a.expert_offsets.data<int32_t>()[e + 1]; ++r) {
         const QuantActivation act = prepare_activation(a.x.data<float>() + r * kin, kin, a.precision, q);
-        for (int64_t o = 0; o < w.size(0); ++o) a.out.data<float>()[r * ld + a.out_col_offset + o] = quant_dot(act, w, q, o, wrow);
+        for (int64_t o = 0; o < w.size(0); ++o)
+          a.out.data<float>()[r * ld + a.out_col_offset + o] = quant_dot(act, w, q, o, wrow);
       }
       continue;
     }

@@ -27,11 +27,13 @@ static void moe_gating_topk_softmax(const MoeGatingTopkSoftmaxArgs& a) {
       std::stable_sort(gscore.begin(), gscore.end(), [](auto& x, auto& y) { return x.first > y.first; });
       std::fill(allowed.begin(), allowed.end(), false);
       for (int64_t gi = 0; gi < keep_groups; ++gi)
-        for (int64_t i = 0; i < per; ++i) allowed[static_cast<size_t>(gscore[static_cast<size_t>(gi)].second * per + i)] = true;
+        for (int64_t i = 0; i < per; ++i)
+          allowed[static_cast<size_t>(gscore[static_cast<size_t>(gi)].second * per + i)] = true;
     }
     for (int64_t i = 0; i < e; ++i) order[static_cast<size_t>(i)] = i;
     std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-      if (allowed[static_cast<size_t>(x)] != allowed[static_cast<size_t>(y)]) return static_cast<bool>(allowed[static_cast<size_t>(x)]);
+      if (allowed[static_cast<size_t>(x)] != allowed[static_cast<size_t>(y)])
+        return static_cast<bool>(allowed[static_cast<size_t>(x)]);
       return prob[static_cast<size_t>(x)] > prob[static_cast<size_t>(y)];
     });
     float chosen = 0.0f;

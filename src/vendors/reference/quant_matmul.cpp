@@ -10,7 +10,9 @@ QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p
   QuantActivation a;
   a.form = activation_form(p, q.act);
   switch (a.form) {
-    case ActivationForm::F32: a.values.assign(x, x + in); break;
+    case ActivationForm::F32:
+      a.values.assign(x, x + in);
+      break;
     case ActivationForm::Bf16:
       a.values.resize(static_cast<size_t>(in));
       for (int64_t k = 0; k < in; ++k) a.values[static_cast<size_t>(k)] = round_to_bf16(x[k]);
@@ -32,7 +34,8 @@ QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p
   return a;
 }
 
-float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams& q, int64_t o, std::vector<float>& wrow) {
+float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams& q, int64_t o,
+                std::vector<float>& wrow) {
   const int64_t in = q.in_features;
   switch (a.form) {
     case ActivationForm::F32:
@@ -44,7 +47,8 @@ float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams
       return acc;
     }
     case ActivationForm::Int8Token: {
-      if (q.scheme != QuantScheme::Int8Channel) throw Error("int8 activations need int8 channel weights, got " + q.describe());
+      if (q.scheme != QuantScheme::Int8Channel)
+        throw Error("int8 activations need int8 channel weights, got " + q.describe());
       const int8_t* w = codes.data<int8_t>() + o * in;
       int64_t acc = 0, xsum = 0;
       for (int64_t k = 0; k < in; ++k) {
@@ -62,7 +66,8 @@ float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams
       float out = 0.0f;
       for (int64_t g0 = 0, g = 0; g0 < in; g0 += a.group, ++g) {
         float acc = 0.0f;
-        for (int64_t k = g0; k < std::min(in, g0 + a.group); ++k) acc += a.values[static_cast<size_t>(k)] * f8e4m3_to_f32(w[k]);
+        for (int64_t k = g0; k < std::min(in, g0 + a.group); ++k)
+          acc += a.values[static_cast<size_t>(k)] * f8e4m3_to_f32(w[k]);
         out += acc * a.scales[static_cast<size_t>(g)] * (q.scheme == QuantScheme::Fp8Block ? sw[g] : sw[0]);
       }
       return out;

@@ -24,6 +24,7 @@ QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p
 //   Int8Token (int8 channel weights): (sum_k codes[k] * (wcode[o, k] - zero[o]) in integers) * s_x * s_w[o].
 //   Fp8Group (fp8 weights): sum over groups g of (sum_{k in g} x[k] * fp8(wcode[o, k]), in f32) * s_x[g] * s_w[o, g]
 //   (per-channel fp8 weights: s_w[o]); the group is the weight's block, so each group has one weight scale.
-float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams& q, int64_t o, std::vector<float>& wrow);
+float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams& q, int64_t o,
+                std::vector<float>& wrow);
 
 }  // namespace opchain::reference

@@ -55,17 +55,21 @@ TEST(PluginImpls, APluginImplReplacesTheDefaultOnItsVendorOnly) {
   dev.vendor = "implplug";
   dev.registry = &impl_registry();
   const OpsBackend& backend = select_backend(dev);
-  auto attn = build_impl<OpType::PagedDecodeAttention>(backend, ImplBuildParams{DType::F32, "model.layers.0.self_attn", "Attention"});
+  auto attn = build_impl<OpType::PagedDecodeAttention>(
+      backend, ImplBuildParams{DType::F32, "model.layers.0.self_attn", "Attention"});
   EXPECT_EQ(attn->site().impl, "implplug::fused_attention");
   // The ops it has no impl for keep the defaults, resolving kernels through its fallback.
   auto norm = build_impl<OpType::RmsNorm>(backend, ImplBuildParams{DType::F32, "model.norm", "RMSNorm"});
   EXPECT_EQ(norm->site().impl, "DefaultRmsNormImpl");
-  auto moe = build_impl<OpType::FusedMoe>(backend, ImplBuildParams{DType::BF16, "model.layers.0.mlp.experts", "FusedMoE"});
+  auto moe =
+      build_impl<OpType::FusedMoe>(backend, ImplBuildParams{DType::BF16, "model.layers.0.mlp.experts", "FusedMoE"});
   EXPECT_EQ(moe->site().impl, "DefaultFusedMoeImpl");
   // cpu in the same registry is untouched.
   DeviceContext cpu = dev;
   cpu.vendor = "cpu";
-  EXPECT_EQ(build_impl<OpType::PagedDecodeAttention>(select_backend(cpu), ImplBuildParams{DType::F32, "a", "Attention"})->site().impl,
+  EXPECT_EQ(build_impl<OpType::PagedDecodeAttention>(select_backend(cpu), ImplBuildParams{DType::F32, "a", "Attention"})
+                ->site()
+                .impl,
             "DefaultAttentionImpl");
 }
 
@@ -112,7 +116,8 @@ TEST(PluginImpls, FusedAttentionImplMatchesTheDefaultImpl) {
       cimpl->forward(cctx, q, k, v, ck, cv, cout, 0.35f);
       // The plugin computes reference's numerics, cpu its own summation order: the op table's tolerance.
       for (int64_t i = 0; i < pout.numel(); ++i)
-        EXPECT_NEAR(pout.data<float>()[i], cout.data<float>()[i], 1e-4 * (1.0 + std::fabs(cout.data<float>()[i]))) << step << " " << i;
+        EXPECT_NEAR(pout.data<float>()[i], cout.data<float>()[i], 1e-4 * (1.0 + std::fabs(cout.data<float>()[i])))
+            << step << " " << i;
       EXPECT_EQ(std::memcmp(pk.raw(), ck.raw(), pk.nbytes()), 0) << step;
       EXPECT_EQ(std::memcmp(pv.raw(), cv.raw(), pv.nbytes()), 0) << step;
 
@@ -123,9 +128,10 @@ TEST(PluginImpls, FusedAttentionImplMatchesTheDefaultImpl) {
           runner.capture([&] { pimpl->forward(pctx, q, k, v, pk, pv, pout, 0.35f); });
           ADD_FAILURE() << "captured a plugin impl";
         } catch (const GraphCaptureError& e) {
-          EXPECT_NE(std::string(e.what()).find("plugin impl 'implplug::fused_attention' (op paged_decode_attention, vendor "
-                                               "'implplug') at model.layers.0.self_attn runs eagerly only"),
-                    std::string::npos)
+          EXPECT_NE(
+              std::string(e.what()).find("plugin impl 'implplug::fused_attention' (op paged_decode_attention, vendor "
+                                         "'implplug') at model.layers.0.self_attn runs eagerly only"),
+              std::string::npos)
               << e.what();
         }
       }

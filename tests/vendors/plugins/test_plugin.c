@@ -87,7 +87,8 @@ static const oc_kernel_def kKernels[] = {
 #define VENDOR "nocapture"
 #define FALLBACK "cpu"
 #elif defined(TEST_PLUGIN_failing)
-static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, "failplug::rms_norm", always_fails}};
+static const oc_kernel_def kKernels[] = {
+    {"rms_norm", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, "failplug::rms_norm", always_fails}};
 #define VENDOR "failplug"
 #define FALLBACK "cpu"
 #define STEP step_fails
@@ -127,19 +128,30 @@ static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CA
 #define MAJOR OPCHAIN_VENDOR_ABI_MAJOR
 #endif
 
-MAYBE_UNUSED static const oc_vendor_plugin kPlugin = {MAJOR, 0, VENDOR, FALLBACK, kKernels, sizeof kKernels / sizeof kKernels[0], STEP, NULL,
-                                                    /* 1.1 members, never read: this plugin says minor 0 */ NULL, 0, NULL};
+MAYBE_UNUSED static const oc_vendor_plugin kPlugin = {MAJOR,
+                                                      0,
+                                                      VENDOR,
+                                                      FALLBACK,
+                                                      kKernels,
+                                                      sizeof kKernels / sizeof kKernels[0],
+                                                      STEP,
+                                                      NULL,
+                                                      /* 1.1 members, never read: this plugin says minor 0 */ NULL,
+                                                      0,
+                                                      NULL};
 
 #if defined(TEST_PLUGIN_no_entry)
 /* Misspelt entry point: the loader finds no opchain_vendor_plugin_init. */
-OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_initialise(const oc_host_api* host, char* err, size_t n) {
+OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_initialise(const oc_host_api* host, char* err,
+                                                                               size_t n) {
   (void)host;
   (void)err;
   (void)n;
   return &kPlugin;
 }
 #else
-OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_init(const oc_host_api* host, char* err, size_t err_size) {
+OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_init(const oc_host_api* host, char* err,
+                                                                         size_t err_size) {
 #if defined(TEST_PLUGIN_init_fails)
   (void)host;
   snprintf(err, err_size, "no device found");

@@ -57,12 +57,12 @@ MAYBE_UNUSED static void store_cache(const oc_tensor* t, int64_t i, float v) {
 
 static const int32_t* i32(const oc_tensor* t) { return (const int32_t*)t->data; }
 
-#define CHECK(cond, msg)                     \
-  do {                                       \
-    if (!(cond)) {                           \
-      snprintf(err, err_size, "%s", msg);    \
-      return OC_STATUS_INVALID_ARGUMENT;     \
-    }                                        \
+#define CHECK(cond, msg)                  \
+  do {                                    \
+    if (!(cond)) {                        \
+      snprintf(err, err_size, "%s", msg); \
+      return OC_STATUS_INVALID_ARGUMENT;  \
+    }                                     \
   } while (0)
 
 /* Per-call scratch lives on the stack (the kernels are flagged capture-safe: no allocation). */
@@ -84,8 +84,8 @@ MAYBE_UNUSED static const float* paged_row(const oc_tensor* cache, const oc_attn
 /* softmax(q.k * scale) @ v over kv positions [0, visible), as reference::attend_one. Rows come from
  * `row(ctx, p, is_value, buf)`. scores holds visible floats. */
 typedef const float* (*row_fn)(const void* ctx, int64_t p, int is_value, float* buf);
-MAYBE_UNUSED static void attend_one(const float* q, int64_t d, int64_t visible, float scale, row_fn row, const void* ctx,
-                                    float* scores, float* buf, float* out) {
+MAYBE_UNUSED static void attend_one(const float* q, int64_t d, int64_t visible, float scale, row_fn row,
+                                    const void* ctx, float* scores, float* buf, float* out) {
   float max_score = -INFINITY;
   for (int64_t p = 0; p < visible; ++p) {
     const float* k = row(ctx, p, 0, buf);
@@ -160,7 +160,8 @@ MAYBE_UNUSED static int32_t paged_attention(const oc_tensor* q, const oc_tensor*
 
 /* Plain prefill: every sequence's rows over its own fresh k/v, causal. */
 MAYBE_UNUSED static int32_t fresh_attention(const oc_tensor* q, const oc_tensor* k, const oc_tensor* v, float scale,
-                                            const oc_attn_metadata* m, const oc_tensor* out, char* err, size_t err_size) {
+                                            const oc_attn_metadata* m, const oc_tensor* out, char* err,
+                                            size_t err_size) {
   CHECK(m, "no attention metadata");
   const int64_t hq = q->shape[1], d = q->shape[2], hk = k->shape[1], group = hq / hk;
   int64_t longest = 1;
@@ -184,20 +185,22 @@ MAYBE_UNUSED static int32_t fresh_attention(const oc_tensor* q, const oc_tensor*
   return OC_STATUS_OK;
 }
 
-/* paged_decode_attention / paged_prefill_attention(f32 q, C k_cache, C v_cache, float scale, AttnMetadata meta) -> out */
+/* paged_decode_attention / paged_prefill_attention(f32 q, C k_cache, C v_cache, float scale, AttnMetadata meta) -> out
+ */
 MAYBE_UNUSED static int32_t paged_attention_kernel(const oc_arg* a, size_t n, void* user, char* err, size_t err_size) {
   (void)user;
   CHECK(n == 6 && a[4].kind == OC_ARG_ATTN_META && a[5].kind == OC_ARG_TENSOR, "unexpected fields");
-  return paged_attention(&a[0].value.tensor, &a[1].value.tensor, &a[2].value.tensor, a[3].value.f32, a[4].value.attn_meta,
-                         &a[5].value.tensor, err, err_size);
+  return paged_attention(&a[0].value.tensor, &a[1].value.tensor, &a[2].value.tensor, a[3].value.f32,
+                         a[4].value.attn_meta, &a[5].value.tensor, err, err_size);
 }
 
 /* prefill_attention(f32 q, f32 k, f32 v, float scale, AttnMetadata meta) -> out */
-MAYBE_UNUSED static int32_t prefill_attention_kernel(const oc_arg* a, size_t n, void* user, char* err, size_t err_size) {
+MAYBE_UNUSED static int32_t prefill_attention_kernel(const oc_arg* a, size_t n, void* user, char* err,
+                                                     size_t err_size) {
   (void)user;
   CHECK(n == 6 && a[4].kind == OC_ARG_ATTN_META, "unexpected fields");
-  return fresh_attention(&a[0].value.tensor, &a[1].value.tensor, &a[2].value.tensor, a[3].value.f32, a[4].value.attn_meta,
-                         &a[5].value.tensor, err, err_size);
+  return fresh_attention(&a[0].value.tensor, &a[1].value.tensor, &a[2].value.tensor, a[3].value.f32,
+                         a[4].value.attn_meta, &a[5].value.tensor, err, err_size);
 }
 
 /* ---- MoE ------------------------------------------------------------------------------------ */
@@ -207,11 +210,13 @@ static float silu(float x) { return x / (1.0f + expf(-x)); }
 /* Note [Matmul precision]: activations meet bf16 weights rounded to bf16 unless the precision is f32 (0). */
 static int rounds_x(int64_t precision, int32_t weight_dtype) { return precision != 0 && weight_dtype == OC_DTYPE_BF16; }
 
-/* fused_moe(f32 hidden, W experts, f32 topk_weights, i32 topk_ids, MatmulPrecision precision, MoeMetadata meta) -> out */
+/* fused_moe(f32 hidden, W experts, f32 topk_weights, i32 topk_ids, MatmulPrecision precision, MoeMetadata meta) -> out
+ */
 MAYBE_UNUSED static int32_t fused_moe_kernel(const oc_arg* a, size_t n, void* user, char* err, size_t err_size) {
   (void)user;
   CHECK(n == 7 && a[1].kind == OC_ARG_EXPERT_WEIGHTS && a[5].kind == OC_ARG_MOE_META, "unexpected fields");
-  const oc_tensor *hidden = &a[0].value.tensor, *tw = &a[2].value.tensor, *ids = &a[3].value.tensor, *out = &a[6].value.tensor;
+  const oc_tensor *hidden = &a[0].value.tensor, *tw = &a[2].value.tensor, *ids = &a[3].value.tensor,
+                  *out = &a[6].value.tensor;
   const oc_expert_weights* w = a[1].value.experts;
   const oc_moe_metadata* meta = a[5].value.moe_meta;
   if (w->quantized) {
@@ -258,7 +263,8 @@ MAYBE_UNUSED static int32_t fused_moe_kernel(const oc_arg* a, size_t n, void* us
   return OC_STATUS_OK;
 }
 
-/* grouped_matmul(f32 x, i32 expert_offsets, W weights[e], Q? quant[e], int out_col_offset, MatmulPrecision precision) -> out */
+/* grouped_matmul(f32 x, i32 expert_offsets, W weights[e], Q? quant[e], int out_col_offset, MatmulPrecision precision)
+ * -> out */
 MAYBE_UNUSED static int32_t grouped_matmul_kernel(const oc_arg* a, size_t n, void* user, char* err, size_t err_size) {
   (void)user;
   CHECK(n == 7 && a[2].kind == OC_ARG_TENSOR_LIST && a[3].kind == OC_ARG_QUANT_LIST, "unexpected fields");
@@ -330,7 +336,8 @@ typedef struct attn_state {
   int64_t runs;
 } attn_state;
 
-MAYBE_UNUSED static int32_t attn_create(const oc_impl_info* info, void* user, void** handle, char* err, size_t err_size) {
+MAYBE_UNUSED static int32_t attn_create(const oc_impl_info* info, void* user, void** handle, char* err,
+                                        size_t err_size) {
   (void)user;
   attn_state* s = (attn_state*)calloc(1, sizeof *s);
   CHECK(s != NULL, "out of memory");
@@ -349,8 +356,8 @@ MAYBE_UNUSED static void attn_destroy(void* handle, void* user) {
 
 /* q, k, v, k_cache!, v_cache!, scale, meta, out: write the step's k/v into the cache at slot_mapping,
  * then attend as the default impl does (fresh k/v when no sequence has past, else over the cache). */
-MAYBE_UNUSED static int32_t attn_run(void* handle, const oc_arg* a, size_t n, const oc_step_info* step, void* user, char* err,
-                                     size_t err_size) {
+MAYBE_UNUSED static int32_t attn_run(void* handle, const oc_arg* a, size_t n, const oc_step_info* step, void* user,
+                                     char* err, size_t err_size) {
   (void)user;
   attn_state* s = (attn_state*)handle;
   CHECK(n == 8 && a[6].kind == OC_ARG_ATTN_META && a[7].kind == OC_ARG_TENSOR, "unexpected attention impl fields");
@@ -416,7 +423,9 @@ MAYBE_UNUSED static int32_t fake_to_host(void* dst, const void* src, size_t nbyt
 }
 
 /* Every tensor of the call, list members included, lies in fake-device memory. */
-MAYBE_UNUSED static int on_device(const oc_tensor* t) { return !t->data || (t->device == OC_DEVICE_PLUGIN && is_fake(t->data)); }
+MAYBE_UNUSED static int on_device(const oc_tensor* t) {
+  return !t->data || (t->device == OC_DEVICE_PLUGIN && is_fake(t->data));
+}
 MAYBE_UNUSED static int32_t check_device(const oc_arg* a, size_t n, char* err, size_t err_size) {
   for (size_t i = 0; i < n; ++i) {
     int ok = 1;
@@ -454,14 +463,23 @@ static const oc_kernel_def kKernels[] = {
     {"grouped_matmul", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, NULL, grouped_matmul_kernel},
     {"grouped_matmul", OC_DTYPE_BF16, OC_KERNEL_CAPTURE_SAFE, NULL, grouped_matmul_kernel},
 };
-static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR, 1, "abi11", "cpu", kKernels,
-                                         sizeof kKernels / sizeof kKernels[0], check_step, NULL, NULL, 0, NULL};
+static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR,
+                                         1,
+                                         "abi11",
+                                         "cpu",
+                                         kKernels,
+                                         sizeof kKernels / sizeof kKernels[0],
+                                         check_step,
+                                         NULL,
+                                         NULL,
+                                         0,
+                                         NULL};
 #elif defined(TEST_PLUGIN_impl)
 static const oc_impl_def kImpls[] = {
     {"paged_decode_attention", "implplug::fused_attention", 0, attn_create, attn_run, attn_destroy},
 };
-static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR, 1, "implplug", "cpu", NO_KERNELS, check_step, NULL,
-                                         kImpls, 1, NULL};
+static const oc_vendor_plugin kPlugin = {
+    OPCHAIN_VENDOR_ABI_MAJOR, 1, "implplug", "cpu", NO_KERNELS, check_step, NULL, kImpls, 1, NULL};
 #elif defined(TEST_PLUGIN_fakedev)
 static const oc_kernel_def kKernels[] = {
     {"rms_norm", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, NULL, fake_rms_norm},
@@ -469,20 +487,32 @@ static const oc_kernel_def kKernels[] = {
     {"grouped_matmul", OC_DTYPE_BF16, OC_KERNEL_CAPTURE_SAFE, NULL, fake_grouped_matmul},
 };
 static const oc_memory_hooks kMemory = {fake_alloc, fake_free, fake_to_device, fake_to_host};
-static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR, 1, "fakedev", "cpu", kKernels,
-                                         sizeof kKernels / sizeof kKernels[0], NULL, NULL, NULL, 0, &kMemory};
+static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR,
+                                         1,
+                                         "fakedev",
+                                         "cpu",
+                                         kKernels,
+                                         sizeof kKernels / sizeof kKernels[0],
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         0,
+                                         &kMemory};
 #elif defined(TEST_PLUGIN_bad_memory)
 static const oc_kernel_def kKernels[] = {{"rms_norm", OC_DTYPE_F32, OC_KERNEL_CAPTURE_SAFE, NULL, fake_rms_norm}};
 static const oc_memory_hooks kMemory = {fake_alloc, fake_free, fake_to_device, NULL};
-static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR, 1, "badmem", "cpu", kKernels, 1, NULL, NULL, NULL, 0, &kMemory};
+static const oc_vendor_plugin kPlugin = {
+    OPCHAIN_VENDOR_ABI_MAJOR, 1, "badmem", "cpu", kKernels, 1, NULL, NULL, NULL, 0, &kMemory};
 #elif defined(TEST_PLUGIN_bad_impl)
 static const oc_impl_def kImpls[] = {{"fused_moe", NULL, 0, NULL, NULL, NULL}};
-static const oc_vendor_plugin kPlugin = {OPCHAIN_VENDOR_ABI_MAJOR, 1, "badimpl", "cpu", NO_KERNELS, NULL, NULL, kImpls, 1, NULL};
+static const oc_vendor_plugin kPlugin = {
+    OPCHAIN_VENDOR_ABI_MAJOR, 1, "badimpl", "cpu", NO_KERNELS, NULL, NULL, kImpls, 1, NULL};
 #else
 #error "define TEST_PLUGIN_<variant>"
 #endif
 
-OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_init(const oc_host_api* host, char* err, size_t err_size) {
+OPCHAIN_VENDOR_EXPORT const oc_vendor_plugin* opchain_vendor_plugin_init(const oc_host_api* host, char* err,
+                                                                         size_t err_size) {
   if (host->abi_major != OPCHAIN_VENDOR_ABI_MAJOR || host->abi_minor < 1) {
     snprintf(err, err_size, "needs a host of vendor ABI 1.1 or later");
     return NULL;
