@@ -70,9 +70,14 @@ class Communicator {
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
+  // How long one collective may wait for its peers before it throws CommError; 0 waits forever (a
+  // worker idle between requests waits for the driver's next step that way).
+  double timeout_seconds() const { return timeout_seconds_; }
+  void set_timeout_seconds(double s) { timeout_seconds_ = s; }
 
  protected:
   CommStats stats_;
+  double timeout_seconds_ = 300;
 };
 
 // Size 1, rank 0: the communicator of a process that runs alone.
