@@ -33,6 +33,7 @@ class Tracer {
   // Returns the index of the new event; end() fills its duration.
   size_t begin(TraceEvent e);
   void end(size_t index);
+  void set_metadata(size_t index, std::string metadata) { events_[index].metadata = std::move(metadata); }
   int depth() const { return depth_; }
   const std::vector<TraceEvent>& events() const { return events_; }
 

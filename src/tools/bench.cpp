@@ -251,8 +251,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
   constexpr int64_t kBlock = 16;
   const int64_t per_seq = (context + kBlock - 1) / kBlock;
   // Hybrid models: a state slot per decode sequence (0 .. max_batch-1) and one for the prompts.
-  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock, max_batch + 1,
-                kv_cache_dtype(m.device.matmul_precision));
+  KvCache cache(m.model->cache_config(), 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock,
+                max_batch + 1, kv_cache_dtype(m.device.matmul_precision));
   const int32_t prompt_slot = static_cast<int32_t>(max_batch);
   ModelRunner runner(*m.model, m.device, cache);
   auto log = [&](const std::string& s) {

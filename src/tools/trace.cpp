@@ -48,7 +48,7 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
   std::vector<int32_t> ids = o.prompt;
   LoadedModel m = load_model(o.model, o.vendor, {}, o.precision);
   const int64_t total = static_cast<int64_t>(ids.size()) + o.decode_steps;
-  KvCache cache(m.config, 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
+  KvCache cache(m.model->cache_config(), 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
   std::vector<int32_t> blocks;
   cache.allocator().allocate(cache.blocks_for(total), blocks);
   const int32_t slot = cache.state_slots().allocate();

@@ -1,0 +1,114 @@
+"""The scale-out paths from outside (issue #15): `mpirun -np N opchain ... --tp T --ep E` on every
+golden model gives the single-process logits (f32, within 1e-3) and the same greedy tokens, for
+prefill, decode, batched decode with preemption, eager and graph mode, on both MoE paths; and a bad
+layout is a clear error on every rank with a non-zero exit, never a hang.
+
+Runs oversubscribed on CI's 2 cores, as root (Open MPI's root guard is lifted by environment)."""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("OPCHAIN_BIN", str(ROOT / "build/apps/opchain/opchain"))
+MODELS = ROOT / "tests/data/models"
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="Open MPI's mpirun is not installed (scripts/install-deps.sh)")
+
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", OPCHAIN_COMM_TIMEOUT_S="60", OPCHAIN_THREADS="1")
+MOE = ["tiny-qwen3-moe", "tiny-qwen2-moe", "trained-qwen3-moe", "tiny-qwen3-next", "tiny-qwen3_5-moe"]
+DENSE = ["tiny-llama", "tiny-qwen3-dense", "tiny-qwen3_5"]
+IDS = "1,17,254,3,99,7,300,42,5,11,128,64"
+
+
+def run(cmd, np_=None, timeout=120, check=True):
+    argv = ([MPIRUN, "-np", str(np_), "--oversubscribe", "--bind-to", "none"] if np_ else []) + [BIN] + cmd
+    p = subprocess.run(argv, env=ENV, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def logits(tmp_path, model, np_=None, extra=()):
+    out = tmp_path / f"logits-{np_}-{'-'.join(extra)}.npy"
+    run(["logits", "--model", str(MODELS / model), "--ids", IDS, "--precision", "f32", "--out", str(out), *extra],
+        np_)
+    return np.load(out)
+
+
+LAYOUTS = [(2, ["--tp", "2"]), (2, ["--ep", "2"]), (2, ["--tp", "2", "--ep", "2"]),
+           (4, ["--tp", "4", "--ep", "4"]), (4, ["--tp", "2", "--ep", "4"])]
+
+
+@pytest.mark.parametrize("model", MOE + DENSE)
+@pytest.mark.parametrize("np_,layout", LAYOUTS, ids=[f"np{n}-" + "".join(l) for n, l in LAYOUTS])
+def test_prefill_logits_match_one_process(tmp_path, model, np_, layout):
+    alone = logits(tmp_path, model)
+    spread = logits(tmp_path, model, np_, layout)
+    assert spread.shape == alone.shape
+    assert np.abs(spread - alone).max() < 1e-3
+
+
+@pytest.mark.parametrize("model", MOE)
+@pytest.mark.parametrize("path", ["allgather", "alltoall"])
+def test_both_moe_paths_match_one_process(tmp_path, model, path):
+    alone = logits(tmp_path, model)
+    spread = logits(tmp_path, model, 2, ["--ep", "2", "--moe-comm", path])
+    assert np.abs(spread - alone).max() < 1e-3
+
+
+def generate(model, np_=None, extra=(), prompts=None, tmp_path=None):
+    cmd = ["generate", "--model", str(MODELS / model), "--temperature", "0", "--max-new-tokens", "12",
+           "--ignore-eos", "--json", "--precision", "f32", *extra]
+    if prompts:
+        f = tmp_path / "prompts.jsonl"
+        f.write_text("".join(json.dumps({"prompt_ids": p}) + "\n" for p in prompts))
+        cmd += ["--prompts-file", str(f)]
+    else:
+        cmd += ["--prompt-ids", IDS]
+    return [json.loads(l)["ids"] for l in run(cmd, np_).stdout.splitlines() if l.strip()]
+
+
+@pytest.mark.parametrize("model", ["trained-qwen3-moe", "tiny-qwen3-dense", "tiny-qwen3_5-moe"])
+@pytest.mark.parametrize("mode", ["--graph", "--eager"])
+def test_greedy_tokens_match_one_process(model, mode):
+    alone = generate(model, extra=[mode])
+    for np_, layout in [(2, ["--tp", "2", "--ep", "2"]), (4, ["--tp", "2", "--ep", "4"])]:
+        assert generate(model, np_, [mode, *layout]) == alone, (np_, layout)
+
+
+def test_batched_decode_with_preemption_matches_one_process(tmp_path):
+    # Four sequences of ~24 tokens in 14 blocks of 4 (56 tokens): the engine must preempt and recompute.
+    prompts = [[1, 17, 254, 3], [99, 7, 300], [42, 5, 11, 128, 64], [9, 8]]
+    tight = ["--block-size", "4", "--kv-blocks", "15"]
+    alone = generate("trained-qwen3-moe", extra=tight, prompts=prompts, tmp_path=tmp_path)
+    roomy = generate("trained-qwen3-moe", prompts=prompts, tmp_path=tmp_path)
+    assert alone == roomy
+    for path in ["allgather", "alltoall"]:
+        spread = generate("trained-qwen3-moe", 2, tight + ["--tp", "2", "--ep", "2", "--moe-comm", path],
+                          prompts=prompts, tmp_path=tmp_path)
+        assert spread == alone, path
+
+
+def test_a_world_that_the_layout_does_not_fit_fails_on_every_rank():
+    p = run(["logits", "--model", str(MODELS / "tiny-qwen3-moe"), "--ids", IDS, "--tp", "3"], 2, check=False)
+    assert p.returncode != 0
+    assert "tp" in p.stderr and "2" in p.stderr, p.stderr
+
+
+def test_heads_that_tp_does_not_divide_are_a_clear_error():
+    p = run(["logits", "--model", str(MODELS / "tiny-qwen3-moe"), "--ids", IDS, "--tp", "3"], 3, check=False,
+            timeout=120)
+    assert p.returncode != 0
+    assert "does not divide" in p.stderr, p.stderr
+
+
+def test_tp_without_mpirun_says_how_to_launch():
+    p = run(["logits", "--model", str(MODELS / "tiny-qwen3-moe"), "--ids", IDS, "--tp", "2"], check=False)
+    assert p.returncode != 0
+    assert "mpirun" in p.stderr, p.stderr
