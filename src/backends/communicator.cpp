@@ -22,16 +22,17 @@ class SingleProcessCommunicator final : public Communicator {
   void all_to_all_v(const void* send, std::span<const int64_t> send_bytes, void* recv,
                     std::span<const int64_t> recv_bytes) override {
     if (send_bytes.size() != 1 || recv_bytes.size() != 1 || send_bytes[0] != recv_bytes[0])
-      throw CommError("all_to_all_v on communicator '" + name_ + "' of size 1: counts must be one entry each and equal");
+      throw CommError("all_to_all_v on communicator '" + name_ +
+                      "' of size 1: counts must be one entry each and equal");
     copy(send, recv, send_bytes[0]);
   }
   void all_to_all(const void* send, int64_t bytes, void* recv) override { copy(send, recv, bytes); }
   void broadcast(void*, int64_t, int root) override {
-    if (root != 0) throw CommError("broadcast on communicator '" + name_ + "' of size 1 from root " +
-                                   std::to_string(root));
+    if (root != 0)
+      throw CommError("broadcast on communicator '" + name_ + "' of size 1 from root " + std::to_string(root));
     ++stats_.collectives;
   }
-  void barrier() override {}
+  void barrier() override { ++stats_.collectives; }
   std::unique_ptr<Communicator> split(int, int, const std::string& name) override {
     return std::make_unique<SingleProcessCommunicator>(name);
   }
