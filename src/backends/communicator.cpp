@@ -32,7 +32,7 @@ class SingleProcessCommunicator final : public Communicator {
       throw CommError("broadcast on communicator '" + name_ + "' of size 1 from root " + std::to_string(root));
     ++stats_.collectives;
   }
-  void barrier() override {}
+  void barrier() override { ++stats_.collectives; }
   std::unique_ptr<Communicator> split(int, int, const std::string& name) override {
     return std::make_unique<SingleProcessCommunicator>(name);
   }
