@@ -56,7 +56,8 @@ void TpGatherColumnsImpl::forward(const Tensor& local, const Tensor& out) const 
         recv.resize(static_cast<size_t>(ranks * rows * chunk));
         const int64_t mine = local.size(1);
         for (int64_t r = 0; r < rows; ++r)
-          std::memcpy(send.data() + r * chunk, local.data<float>() + r * mine, static_cast<size_t>(mine) * sizeof(float));
+          std::memcpy(send.data() + r * chunk, local.data<float>() + r * mine,
+                      static_cast<size_t>(mine) * sizeof(float));
         tp.all_gather(send.data(), rows * chunk * static_cast<int64_t>(sizeof(float)), recv.data());
         float* o = const_cast<float*>(out.data<float>());
         for (int64_t p = 0; p < ranks; ++p) {

@@ -4,6 +4,7 @@
 // metadata it read, its tensors and its time. Nested launches (the sub-kernels of a fused op)
 // record with depth + 1. Off by default: a launch then costs one pointer test.
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,9 @@ class Tracer {
   std::chrono::steady_clock::time_point origin_;
   int depth_ = 0;
 };
+
+// Chrome trace-event objects ("ph": "X") of `events`, in the lane of process `pid` (one per rank
+// under mpirun, Note [Driver and workers] in engine/model_worker.h).
+nlohmann::json chrome_trace_events(const std::vector<TraceEvent>& events, int pid);
 
 }  // namespace opchain

@@ -1,17 +1,27 @@
 #include "engine/model_worker.h"
 
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "backends/communicator.h"
 #include "core/error.h"
+#include "core/trace.h"
 
 namespace opchain {
 
 namespace {
 
-enum Command : int64_t { Shutdown = 0, OpenRunner = 1, Forward = 2, EnableGraph = 3, CloseRunner = 4 };
+enum Command : int64_t {
+  Shutdown = 0,
+  OpenRunner = 1,
+  Forward = 2,
+  EnableGraph = 3,
+  CloseRunner = 4,
+  TraceBegin = 5,
+  TraceEnd = 6
+};
 constexpr int kHeaderWords = 3;  // command, runner, payload words
 
 }  // namespace
@@ -53,6 +63,12 @@ void WorkerChannel::forward(int64_t runner, std::span<const SequenceStep> seqs) 
 void WorkerChannel::enable_graph(int64_t runner, int64_t max_batch) { send(EnableGraph, runner, {max_batch}); }
 void WorkerChannel::close_runner(int64_t runner) { send(CloseRunner, runner, {}); }
 void WorkerChannel::shutdown() { send(Shutdown, 0, {}); }
+void WorkerChannel::trace_begin() { send(TraceBegin, 0, {}); }
+
+void WorkerChannel::trace_end(const std::string& path) {
+  send(TraceEnd, 0, std::vector<int64_t>(path.begin(), path.end()));
+  world_.barrier();
+}
 
 namespace {
 
@@ -85,6 +101,10 @@ void run_model_worker(const CausalLM& model, const DeviceContext& device) {
   std::vector<int64_t> payload;
   std::vector<int32_t> tokens, tables;
   std::vector<SequenceStep> seqs;
+  std::unique_ptr<Tracer> tracer;
+  struct Untrace {
+    ~Untrace() { Tracer::set_active(nullptr); }
+  } untrace;
   for (;;) {
     int64_t header[kHeaderWords] = {};
     world->set_timeout_seconds(0);  // idle until the driver's next command
@@ -136,6 +156,24 @@ void run_model_worker(const CausalLM& model, const DeviceContext& device) {
       case CloseRunner:
         runners.erase(id);
         break;
+      case TraceBegin:
+        tracer = std::make_unique<Tracer>();
+        Tracer::set_active(tracer.get());
+        break;
+      case TraceEnd: {
+        Tracer::set_active(nullptr);
+        const std::string prefix(payload.begin(), payload.end());  // empty: the driver writes no Chrome trace
+        if (!prefix.empty()) {
+          const std::string path = prefix + ".rank" + std::to_string(world->rank()) + ".json";
+          std::ofstream out(path);
+          if (!out) throw InvalidArgumentError("rank " + std::to_string(world->rank()) + " cannot write " + path);
+          out << chrome_trace_events(tracer ? tracer->events() : std::vector<TraceEvent>{}, world->rank()).dump()
+              << "\n";
+        }
+        tracer.reset();
+        world->barrier();
+        break;
+      }
       default:
         throw CommError("worker rank " + std::to_string(world->rank()) + " got an unknown command " +
                         std::to_string(header[0]) + " from the driver");

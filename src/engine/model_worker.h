@@ -11,12 +11,16 @@
 //   Forward      one step's sequences: tokens, past lengths, block tables, logits flags, state slots;
 //   EnableGraph  capture decode graphs up to a batch size (each rank captures its own);
 //   CloseRunner  the driver's runner is gone;
+//   TraceBegin   trace every op call from now on (`opchain trace`);
+//   TraceEnd     write this rank's calls as Chrome trace events to <path>.rank<R>.json, then a barrier,
+//                after which the driver merges them, one lane per rank (ranks share a filesystem);
 //   Shutdown     the driver is done; workers return and the process exits 0.
 // Block allocation, sampling and stop decisions stay on the driver: workers only see block tables.
 // A worker waits for the next command without a timeout (a server may idle for hours); a driver that
 // dies ends the job through mpirun, and errors inside a step reach every rank as CommError.
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "engine/kv_cache.h"
 #include "engine/model_runner.h"
@@ -33,6 +37,9 @@ class WorkerChannel {
   void forward(int64_t runner, std::span<const SequenceStep> seqs);
   void enable_graph(int64_t runner, int64_t max_batch);
   void close_runner(int64_t runner);
+  void trace_begin();
+  // Returns when every worker has written `path`.rank<R>.json.
+  void trace_end(const std::string& path);
   void shutdown();
 
  private:

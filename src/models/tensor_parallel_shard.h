@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "nn/module.h"
 #include "core/quant.h"
 #include "io/hf_config.h"
+#include "nn/module.h"
 
 namespace opchain {
 

@@ -112,3 +112,22 @@ def test_tp_without_mpirun_says_how_to_launch():
     p = run(["logits", "--model", str(MODELS / "tiny-qwen3-moe"), "--ids", IDS, "--tp", "2"], check=False)
     assert p.returncode != 0
     assert "mpirun" in p.stderr, p.stderr
+
+
+def test_trace_shows_the_collectives_and_one_chrome_lane_per_rank(tmp_path):
+    chrome = tmp_path / "trace.json"
+    p = run(["trace", "--model", str(MODELS / "tiny-qwen3-moe"), "--ids", "1,2,3", "--decode-steps", "2",
+             "--tp", "2", "--ep", "2", "--moe-comm", "alltoall", "--chrome-trace", str(chrome)], 2)
+    assert "host:moe_alltoall | comm=alltoall ep=2 bytes_sent=" in p.stdout
+    assert "host:tp_all_reduce | comm=tp ranks=2" in p.stdout
+    events = json.loads(chrome.read_text())["traceEvents"]
+    assert {e["pid"] for e in events} == {0, 1}
+    for rank in (0, 1):
+        assert any(e["pid"] == rank and e["name"] == "moe_alltoall" for e in events)
+    assert not list(tmp_path.glob("trace.json.rank*"))  # the parts are merged and removed
+
+
+def test_bench_reports_communication_per_step():
+    p = run(["bench", "--model", str(MODELS / "trained-qwen3-moe"), "--tp", "2", "--ep", "2", "--batches", "1",
+             "--prompt-lens", "8", "--gen", "2", "--reps", "1", "--depth", "16", "--bandwidth-mib", "8"], 2)
+    assert "ms/step and" in p.stderr + p.stdout and "KiB/step on rank 0" in p.stderr + p.stdout
