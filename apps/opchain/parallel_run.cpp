@@ -1,6 +1,9 @@
 #include "apps/opchain/parallel_run.h"
 
+#include <pthread.h>
 #include <algorithm>
+
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -51,7 +54,16 @@ void share_cores() {
 
 int run_as_rank(CLI::App* cmd, const ParallelFlags& f, const std::function<int()>& command) {
   if (!launched_under_mpirun() && f.tp == 1 && f.ep == 1) return command();
+  // Open MPI starts threads of its own; opened with SIGINT and SIGTERM blocked, they inherit the mask
+  // and leave both signals to this thread, so that `serve` drains on them as it does alone (its
+  // sigwait thread) instead of dying in whichever thread the kernel picked.
+  sigset_t stop_signals, previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
   std::shared_ptr<ParallelWorld> world = ParallelWorld::open({f.tp, f.ep});
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (world->size() == 1) return command();
   share_cores();
   ParallelPlacement p;
@@ -71,6 +83,10 @@ int run_as_rank(CLI::App* cmd, const ParallelFlags& f, const std::function<int()
       shutdown_workers(world->world());
       return rc;
     }
+    // mpirun passes SIGTERM and SIGINT to every rank; the driver drains and then releases the workers
+    // (Shutdown), so a worker must outlive the signal rather than die under the driver's last step.
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
     LoadedModel m = load_model(option_value(cmd, "--model", ""), option_value(cmd, "--vendor", "cpu"), {},
                                precision_choice(option_value(cmd, "--precision", "auto")));
     run_model_worker(*m.model, m.device);

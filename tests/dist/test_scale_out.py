@@ -131,3 +131,79 @@ def test_bench_reports_communication_per_step():
     p = run(["bench", "--model", str(MODELS / "trained-qwen3-moe"), "--tp", "2", "--ep", "2", "--batches", "1",
              "--prompt-lens", "8", "--gen", "2", "--reps", "1", "--depth", "16", "--bandwidth-mib", "8"], 2)
     assert "ms/step and" in p.stderr + p.stdout and "KiB/step on rank 0" in p.stderr + p.stdout
+
+
+def rank_pid(mpirun_pid, rank=0):
+    """The pid of `rank` among mpirun's children (Open MPI puts the rank in each one's environment)."""
+    for d in Path("/proc").iterdir():
+        try:
+            if not d.name.isdigit() or int((d / "stat").read_text().split(") ")[1].split()[1]) != mpirun_pid:
+                continue
+            if b"OMPI_COMM_WORLD_RANK=0\0" in (d / "environ").read_bytes():
+                return int(d.name)
+        except (OSError, IndexError, ValueError):
+            continue
+    raise AssertionError(f"no rank {rank} under mpirun {mpirun_pid}")
+
+
+def serve_completion(np_, extra, tmp_path):
+    """Starts `opchain serve` (under mpirun when np_), asks one greedy completion, stops it with SIGTERM."""
+    import re
+    import signal
+    import time
+    import urllib.request
+
+    log = tmp_path / f"serve-{np_}.log"
+    argv = ([MPIRUN, "-np", str(np_), "--oversubscribe", "--bind-to", "none"] if np_ else []) + [
+        BIN, "serve", "--model", str(MODELS / "trained-qwen3-moe"), "--host", "127.0.0.1", "--port", "0",
+        "--precision", "f32", "--served-model-name", "m", *extra]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            deadline, port = time.time() + 60, None
+            while port is None:
+                m = re.search(r"on http://127\.0\.0\.1:(\d+)", log.read_text(errors="replace"))
+                port = int(m.group(1)) if m else None
+                assert proc.poll() is None, log.read_text()
+                assert time.time() < deadline, log.read_text()
+                time.sleep(0.05)
+            body = json.dumps({"model": "m", "prompt": "The cat", "max_tokens": 12, "temperature": 0}).encode()
+            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                         {"Content-Type": "application/json"})
+            text = json.loads(urllib.request.urlopen(req, timeout=60).read())["choices"][0]["text"]
+        finally:
+            # The driver is the one to signal: it drains, then releases the workers. (mpirun forwards a
+            # signal it gets to every rank and then reports the job as killed, whatever the ranks did.)
+            os.kill(rank_pid(proc.pid) if np_ else proc.pid, signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+    assert rc == 0, log.read_text()
+    return text
+
+
+def test_serve_under_mpirun_answers_as_one_process_and_stops_cleanly(tmp_path):
+    alone = serve_completion(None, [], tmp_path)
+    assert serve_completion(2, ["--tp", "2", "--ep", "2"], tmp_path) == alone
+
+
+def test_a_worker_that_dies_ends_the_job_with_an_error(tmp_path):
+    """A worker killed while the driver serves: the job ends non-zero in bounded time, never hangs."""
+    import signal
+    import time
+
+    log = tmp_path / "serve.log"
+    argv = [MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none", BIN, "serve", "--model",
+            str(MODELS / "trained-qwen3-moe"), "--host", "127.0.0.1", "--port", "0", "--ep", "2"]
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.time() + 60
+        while "serving" not in log.read_text(errors="replace"):
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.05)
+        os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise AssertionError("the job hung after a worker died:\n" + log.read_text())
+    assert rc != 0
+    assert "rank 1" in log.read_text() or "signal 9" in log.read_text(), log.read_text()
