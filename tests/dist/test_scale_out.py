@@ -139,7 +139,7 @@ def rank_pid(mpirun_pid, rank=0):
         try:
             if not d.name.isdigit() or int((d / "stat").read_text().split(") ")[1].split()[1]) != mpirun_pid:
                 continue
-            if b"OMPI_COMM_WORLD_RANK=0\0" in (d / "environ").read_bytes():
+            if f"OMPI_COMM_WORLD_RANK={rank}\0".encode() in (d / "environ").read_bytes():
                 return int(d.name)
         except (OSError, IndexError, ValueError):
             continue
