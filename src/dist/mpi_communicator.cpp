@@ -96,11 +96,12 @@ constexpr std::chrono::microseconds kLongestNap{1000};
 // about a millisecond of extra latency.
 void wait_for(MPI_Request& request, double timeout_seconds, const CallSite& site) {
   using Clock = std::chrono::steady_clock;
-  const bool bounded = timeout_seconds > 0;
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_seconds));
+  // Past ~30 years the deadline would overflow the clock's int64 nanoseconds; that is no deadline.
+  const bool bounded = timeout_seconds > 0 && timeout_seconds < 1e9;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(bounded ? timeout_seconds : 0));
   std::chrono::microseconds nap{1};
-  for (int tests = 0;; ++tests) {
+  for (int spins = 0;;) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), site);
     if (done) return;
@@ -109,7 +110,10 @@ void wait_for(MPI_Request& request, double timeout_seconds, const CallSite& site
       throw CommError(site.text() + ": no progress within the timeout of " + seconds_text(timeout_seconds) +
                       " (OPCHAIN_COMM_TIMEOUT_S): a peer died, is stuck, or did not call this collective");
     }
-    if (tests < kSpinTests) continue;
+    if (spins < kSpinTests) {
+      ++spins;
+      continue;
+    }
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, kLongestNap);
   }
