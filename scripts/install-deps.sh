@@ -14,6 +14,8 @@ PACKAGES=(
   # (std::source_location needs clang >= 15 with libstdc++; io/jinja/ captures a structured
   # binding in a lambda, which needs clang >= 16). libclang-rt holds libFuzzer and the sanitizers.
   clang-16 libclang-rt-16-dev
+  # Tensor and expert parallelism across processes (#15): libopchain_mpi.so and the mpirun tests.
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -52,6 +52,10 @@ echo "== Python tests (quantised checkpoints against an independent numpy reader
 python3 -m pip install -q -r tests/quant/requirements.txt
 OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/quant
 
+echo "== Python tests (scale-out: mpirun -np 2 and 4, tensor and expert parallel, against one process)"
+python3 -m pip install -q -r tests/dist/requirements.txt
+OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/dist
+
 echo "== Python module opchain (python/, from the build tree) under pytest"
 python3 -m pip install -q -r tests/python/requirements.txt
 PYTHONPATH="$PWD/build/python" OPCHAIN_BIN="$PWD/build/apps/opchain/opchain" python3 -m pytest -q tests/python

@@ -66,7 +66,7 @@ Runner add_logits_command(CLI::App& app) {
     const auto ids = parse_ids(o->ids, o->ids_file);
     LoadedModel m = load_model(o->model, o->vendor, {}, precision_choice(o->precision));
     const int64_t n = static_cast<int64_t>(ids.size());
-    KvCache cache(m.config, 1 + (n + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
+    KvCache cache(m.model->cache_config(), 1 + (n + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
     std::vector<int32_t> blocks;
     cache.allocator().allocate(cache.blocks_for(n), blocks);
     ModelRunner runner(*m.model, m.device, cache);

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/parallel_run.h"
 #include "core/error.h"
 #include "vendors/builtin_vendors.h"
 #include "vendors/plugin_loader.h"
@@ -37,6 +38,13 @@ int main(int argc, char** argv) {
                     "repeatable; also OPCHAIN_VENDOR_PLUGINS=path:path");
     with_plugins.push_back(sub);
   }
+  // The commands that run a model step by step can spread it over mpirun's ranks (docs/scale-out.md).
+  opchain::cli::ParallelFlags parallel;
+  for (auto& [sub, run] : commands) {
+    const std::string& name = sub->get_name();
+    if (name == "generate" || name == "logits" || name == "bench" || name == "serve" || name == "trace")
+      opchain::cli::add_parallel_flags(sub, parallel);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,7 +54,8 @@ int main(int argc, char** argv) {
     for (CLI::App* sub : with_plugins)
       if (sub->parsed()) opchain::load_vendor_plugins(opchain::builtin_registry(), plugins);
     for (auto& [sub, run] : commands)
-      if (sub->parsed()) return run();
+      if (sub->parsed())
+        return sub->get_option_no_throw("--tp") ? opchain::cli::run_as_rank(sub, parallel, run) : run();
   } catch (const opchain::Error& e) {
     std::cerr << "opchain: error: " << e.what() << "\n";
     return 1;

@@ -21,6 +21,8 @@ void EngineFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--threads", threads, "worker threads (default: all cores)");
   cmd->add_option("--block-size", block_size, "KV cache block size in tokens");
   cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB (hybrid models: KV blocks and state slots)");
+  cmd->add_option("--kv-blocks", kv_blocks, "exactly this many KV blocks, block 0 reserved (overrides --kv-cache-mb)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--state-slots", state_slots,
                   "hybrid models: sequences that hold linear-attention state at once (default: as many as fit in "
                   "half of --kv-cache-mb, at most --max-batch)");
@@ -83,6 +85,7 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   EngineConfig ec;
   ec.block_size = f.block_size;
   ec.kv_cache_bytes = static_cast<size_t>(f.kv_cache_mb) << 20;
+  ec.num_blocks = f.kv_blocks;
   ec.max_batch = f.max_batch;
   ec.state_slots = f.state_slots;
   ec.max_tokens_per_step = f.max_tokens_per_step;

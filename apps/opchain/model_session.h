@@ -19,6 +19,7 @@ struct EngineFlags {
   int threads = 0;
   int64_t block_size = 16;
   int64_t kv_cache_mb = 512;
+  int64_t kv_blocks = 0;  // 0: derive from kv_cache_mb
   int64_t max_batch = 64;
   int64_t state_slots = 0;  // hybrid models; 0: derive from kv_cache_mb (Note [State memory])
   int64_t max_tokens_per_step = 2048;

@@ -2,6 +2,7 @@
 #include <memory>
 #include <mutex>
 
+#include "backends/communicator.h"
 #include "backends/ops_backend.h"
 #include "backends/plugin/plugin_impls.h"
 #include "core/error.h"
@@ -14,8 +15,13 @@ namespace {
 class DefaultOpsBackend final : public OpsBackend {
  public:
   DefaultOpsBackend(std::string vendor, const Registry& reg, const ImplBuilderTable* impls, MoeParallelSizes parallel,
-                    int64_t ep_rank)
-      : vendor_(std::move(vendor)), registry_(reg), impls_(impls), parallel_(parallel), ep_rank_(ep_rank) {
+                    int64_t ep_rank, ParallelPlacement placement)
+      : vendor_(std::move(vendor)),
+        registry_(reg),
+        impls_(impls),
+        parallel_(parallel),
+        ep_rank_(ep_rank),
+        placement_(placement) {
     if (const VendorInfo* info = registry_.vendor_info(vendor_); info && info->plugin_impls)
       add_plugin_impl_builders(*info->plugin_impls, plugin_impls_);
   }
@@ -23,6 +29,7 @@ class DefaultOpsBackend final : public OpsBackend {
   std::string name() const override { return "DefaultOpsBackend(" + vendor_ + ")"; }
   const std::string& vendor() const override { return vendor_; }
   const Registry& registry() const override { return registry_; }
+  const ParallelPlacement& placement() const override { return placement_; }
   // The device context's impl where it supplies one, else a plugin vendor's own (vendor ABI 1.1), else
   // the default.
   const ImplBuilder& impl_builder(OpType op) const override {
@@ -88,7 +95,10 @@ class DefaultOpsBackend final : public OpsBackend {
     moe.tp_size = parallel_.tp_size;
     moe.dp_size = parallel_.dp_size;
     moe.ep_rank = ep_rank_;
-    moe.comm_type = select_moe_comm_type(real, parallel_);
+    // Each expert-parallel rank routes its own slice of the step's rows (backends/fused_moe.cpp).
+    const int64_t rows_per_rank = (real + parallel_.ep_size - 1) / std::max<int64_t>(1, parallel_.ep_size);
+    moe.comm_type = select_moe_comm_type(rows_per_rank, parallel_);
+    if (moe.comm_type != MoeCommType::Local && placement_.moe_comm) moe.comm_type = *placement_.moe_comm;
     moe.num_tokens = real;
     moe.pad_size = ctx.num_padding_tokens;
     moe.x_active_mask = ctx.x_active_mask_storage;
@@ -106,15 +116,26 @@ class DefaultOpsBackend final : public OpsBackend {
   ImplBuilderTable plugin_impls_;  // empty unless the vendor is a plugin with impls
   MoeParallelSizes parallel_;
   int64_t ep_rank_;
+  ParallelPlacement placement_;
 };
 
 }  // namespace
 
+Communicator& OpsBackend::tp() const {
+  static const std::unique_ptr<Communicator> alone = make_single_process_communicator("tp");
+  return placement().tp ? *placement().tp : *alone;
+}
+
+Communicator& OpsBackend::ep() const {
+  static const std::unique_ptr<Communicator> alone = make_single_process_communicator("ep");
+  return placement().ep ? *placement().ep : *alone;
+}
+
 const OpsBackend& select_backend(const DeviceContext& dev) {
   static std::mutex mu;
-  static std::map<std::tuple<std::string, const Registry*, const ImplBuilderTable*, int64_t, int64_t, int64_t, int64_t>,
-                  std::unique_ptr<OpsBackend>>
-      backends;
+  using Key = std::tuple<std::string, const Registry*, const ImplBuilderTable*, int64_t, int64_t, int64_t, int64_t,
+                         const Communicator*, const Communicator*, const Communicator*, int64_t, int>;
+  static std::map<Key, std::unique_ptr<OpsBackend>> backends;
   if (!dev.registry)
     throw InvalidArgumentError("device context for vendor '" + dev.vendor +
                                "' has no kernel registry (the engine passes builtin_registry())");
@@ -125,10 +146,22 @@ const OpsBackend& select_backend(const DeviceContext& dev) {
     throw UnsupportedOpError("unknown vendor '" + dev.vendor + "'; registered vendors: " + known);
   }
   std::lock_guard lock(mu);
-  auto key = std::make_tuple(dev.vendor, &reg, dev.impls, dev.parallel.ep_size, dev.parallel.tp_size,
-                             dev.parallel.dp_size, dev.ep_rank);
+  const ParallelPlacement& pl = dev.placement;
+  const Key key{dev.vendor,
+                &reg,
+                dev.impls,
+                dev.parallel.ep_size,
+                dev.parallel.tp_size,
+                dev.parallel.dp_size,
+                dev.ep_rank,
+                pl.world,
+                pl.tp,
+                pl.ep,
+                pl.tp_rank,
+                pl.moe_comm ? static_cast<int>(*pl.moe_comm) : -1};
   auto& slot = backends[key];
-  if (!slot) slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.impls, dev.parallel, dev.ep_rank);
+  if (!slot)
+    slot = std::make_unique<DefaultOpsBackend>(dev.vendor, reg, dev.impls, dev.parallel, dev.ep_rank, dev.placement);
   return *slot;
 }
 

@@ -15,6 +15,11 @@ class HostGraph final : public CapturedGraph {
     // they do in launch(), so that recorders and observers see the same calls either way.
     if (LaunchObserver* obs = LaunchObserver::active()) {
       for (const BoundLaunch& l : launches_) {
+        if (l.is_host_step()) {  // observers watch kernels; a host step has no entry to show them
+          detail::InsideKernel inside;
+          l.run();
+          continue;
+        }
         obs->before_launch(*l.entry, l.args.get());
         {
           detail::InsideKernel inside;
@@ -31,7 +36,7 @@ class HostGraph final : public CapturedGraph {
   std::vector<std::string> kernels() const override {
     std::vector<std::string> out;
     out.reserve(launches_.size());
-    for (const BoundLaunch& l : launches_) out.push_back(l.entry->kernel_name);
+    for (const BoundLaunch& l : launches_) out.push_back(l.name());
     return out;
   }
 
@@ -42,6 +47,10 @@ class HostGraph final : public CapturedGraph {
 class Recorder final : public LaunchRecorder {
  public:
   void record(BoundLaunch launch) override {
+    if (launch.is_host_step()) {  // safe by contract (Note [Host steps])
+      launches.push_back(std::move(launch));
+      return;
+    }
     const KernelEntry& e = *launch.entry;
     if (!e.flags.capture_safe)
       throw GraphCaptureError(

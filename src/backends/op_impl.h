@@ -45,6 +45,18 @@ class GatedDeltaRuleImpl : public OpImplBase {
   virtual void forward(const StepContext& ctx, GatedDeltaRuleArgs args) const = 0;
 };
 
+// The collective of a tensor-parallel layer (Note [Tensor parallel] in backends/tensor_parallel.h):
+// AllReduce adds `x`'s partial sums over the tp group in place (out is x); GatherColumns puts the
+// group's column blocks of x side by side in out.
+enum class TpCollective : uint8_t { AllReduce, GatherColumns };
+class TpCollectiveImpl : public OpImplBase {
+ public:
+  virtual void forward(const Tensor& x, const Tensor& out) const = 0;
+};
+// full_cols: GatherColumns' output width.
+std::unique_ptr<TpCollectiveImpl> build_tp_collective(const OpsBackend& backend, TpCollective kind,
+                                                      const ImplBuildParams& p, int64_t full_cols = 0);
+
 template <OpType Op>
 struct ImplTraits {
   using Interface = KernelOpImpl<Op>;

@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/graph_runner.h"
@@ -16,6 +17,21 @@
 #include "ops/registry.h"
 
 namespace opchain {
+
+class Communicator;
+
+// Where this process sits among the ranks that share one model (Note [Communicator] in
+// backends/communicator.h). A process alone: no communicators, sizes 1.
+struct ParallelPlacement {
+  Communicator* world = nullptr;  // every rank; the driver broadcasts each step's inputs on it
+  Communicator* tp = nullptr;     // this rank's tensor-parallel group (heads, MLP and vocab shards)
+  Communicator* ep = nullptr;     // this rank's expert-parallel group (experts split over it)
+  int64_t tp_rank = 0, tp_size = 1;
+  int64_t ep_rank = 0, ep_size = 1;
+  // --moe-comm allgather|alltoall: the MoE path every step takes when ep_size > 1; else the policy.
+  std::optional<MoeCommType> moe_comm;
+  bool distributed() const { return tp_size > 1 || ep_size > 1; }
+};
 
 // What the model is being built for: the vendor whose kernels run, and the parallel layout.
 class ImplBuilderTable;
@@ -29,6 +45,8 @@ struct DeviceContext {
   const ImplBuilderTable* impls = nullptr;
   MoeParallelSizes parallel;
   int64_t ep_rank = 0;
+  // The ranks' communicators and this rank's shard; `parallel` and `ep_rank` agree with it.
+  ParallelPlacement placement;
   // What linear, grouped_matmul and fused_moe compute in (Note [Matmul precision]); every matmul
   // module of the model passes it to its kernel.
   MatmulPrecision matmul_precision = MatmulPrecision::F32;
@@ -87,6 +105,11 @@ class OpsBackend {
   virtual std::unique_ptr<GraphRunner> make_graph_runner() const;
   // Optional: the builder of the impl for `op`. Default: default_impl_builders().get(op).
   virtual const ImplBuilder& impl_builder(OpType op) const;
+  // The parallel layout the backend was selected for. Impls reach the collectives through it
+  // (tp(), ep()), which are the single-process communicator when the placement has none.
+  virtual const ParallelPlacement& placement() const = 0;
+  Communicator& tp() const;
+  Communicator& ep() const;
 };
 
 // The backend for a device context (one per vendor, registry and impl table; shared). Throws if the

@@ -122,6 +122,73 @@ Weight stack_rows(const std::vector<Weight>& parts) {
   return gather(pieces);
 }
 
+namespace {
+
+// Columns [begin, end) of every row of a 2-D tensor, in units of `elem_bytes`-wide elements.
+Tensor copy_cols(const Tensor& t, int64_t begin, int64_t end, size_t elem_bytes) {
+  const int64_t rows = t.size(0), width = end - begin;
+  const size_t row_bytes = t.nbytes() / static_cast<size_t>(std::max<int64_t>(rows, 1));
+  Tensor out = Tensor::empty(
+      t.dtype(), {rows, static_cast<int64_t>(static_cast<size_t>(width) * elem_bytes / dtype_size(t.dtype()))});
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(out.data<char>() + static_cast<size_t>(r) * static_cast<size_t>(width) * elem_bytes,
+                t.data<char>() + static_cast<size_t>(r) * row_bytes + static_cast<size_t>(begin) * elem_bytes,
+                static_cast<size_t>(width) * elem_bytes);
+  return out;
+}
+
+}  // namespace
+
+Weight select_cols(const Weight& w, int64_t begin, int64_t end) {
+  const int64_t in = w.cols();
+  if (begin < 0 || end < begin || end > in)
+    throw FormatError("column range [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside " + w.desc());
+  if (!w.quant) return Weight(copy_cols(w.values, begin, end, dtype_size(w.dtype())));
+  const QuantParams& q = *w.quant;
+  auto out_q = std::make_shared<QuantParams>(q);
+  out_q->in_features = end - begin;
+  const auto need = [&](bool ok, const std::string& rule) {
+    if (!ok)
+      throw FormatError("cannot split " + w.desc() + " at input columns [" + std::to_string(begin) + ", " +
+                        std::to_string(end) + "): " + rule);
+  };
+  Weight out;
+  switch (q.scheme) {
+    case QuantScheme::Int4Group:
+      need(begin % 2 == 0 && (end % 2 == 0 || end == in), "int4 codes pack two columns per byte");
+      out.values = copy_cols(w.values, begin / 2, (end + 1) / 2, 1);
+      break;
+    case QuantScheme::Int8Channel:
+    case QuantScheme::Fp8Channel:
+      out.values = copy_cols(w.values, begin, end, 1);
+      break;
+    case QuantScheme::Fp8Block:
+      out.values = copy_cols(w.values, begin, end, 1);
+      break;
+  }
+  if (q.scheme == QuantScheme::Int4Group || q.scheme == QuantScheme::Fp8Block) {
+    if (!q.group_of.is_null()) {  // act-order: each column keeps its own group; the scales stay whole
+      out_q->group_of = copy_cols(q.group_of.reshape({1, in}), begin, end, sizeof(int32_t)).reshape({end - begin});
+    } else if (q.group_size > 0) {
+      need(begin % q.group_size == 0,
+           "the shard must start at a scale group (group size " + std::to_string(q.group_size) + ")");
+      const int64_t g0 = begin / q.group_size, g1 = (end + q.group_size - 1) / q.group_size;
+      out_q->scales = copy_cols(q.scales, g0, g1, sizeof(float));
+      if (!q.zeros.is_null()) out_q->zeros = copy_cols(q.zeros, g0, g1, sizeof(float));
+    }
+  }
+  if (q.act == ActQuant::Fp8Group && q.act_group > 0) {
+    // A scale over the whole row becomes one over the shard's columns (the Quantized precision then
+    // rounds differently from one process; f32 is exact either way).
+    if (q.act_group >= in)
+      out_q->act_group = end - begin;
+    else
+      need(begin % q.act_group == 0, "fp8 activation groups of " + std::to_string(q.act_group) + " must stay whole");
+  }
+  out.quant = out_q;
+  return out;
+}
+
 void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float* out) {
   const int64_t in = q.in_features, groups = q.groups();
   const float* scale = q.scales.data<float>() + o * groups;

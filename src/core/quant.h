@@ -73,6 +73,11 @@ struct Weight {
 // its values (scales and zeros are copied); anything else is copied into memory the result owns.
 Weight select_rows(const Weight& w, const std::vector<std::pair<int64_t, int64_t>>& ranges);
 Weight stack_rows(const std::vector<Weight>& parts);
+// Input columns [begin, end) of a weight, copied (a row-parallel shard, Note [Tensor parallel] in
+// backends/tensor_parallel.h). Quantised: int4 needs an even begin and, without a group map, whole
+// scale groups (begin a multiple of group_size); fp8 blocks need whole blocks. Throws FormatError
+// naming the rule otherwise.
+Weight select_cols(const Weight& w, int64_t begin, int64_t end);
 
 // Row `o` of a quantised weight, dequantised exactly (in f32) into out[0, in).
 void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float* out);

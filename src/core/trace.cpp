@@ -33,4 +33,25 @@ void Tracer::end(size_t index) {
   events_[index].dur_us = now - events_[index].start_us;
 }
 
+nlohmann::json chrome_trace_events(const std::vector<TraceEvent>& events, int pid) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : events)
+    out.push_back({{"name", e.key},
+                   {"cat", e.vendor},
+                   {"ph", "X"},
+                   {"ts", e.start_us},
+                   {"dur", e.dur_us},
+                   {"pid", pid},
+                   {"tid", 1},
+                   {"args",
+                    {{"module_path", e.module_path},
+                     {"nn_module", e.nn_module},
+                     {"op_type", e.op_type},
+                     {"impl", e.impl},
+                     {"kernel", e.kernel},
+                     {"metadata", e.metadata},
+                     {"tensors", e.tensors}}}});
+  return out;
+}
+
 }  // namespace opchain

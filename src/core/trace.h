@@ -4,6 +4,7 @@
 // metadata it read, its tensors and its time. Nested launches (the sub-kernels of a fused op)
 // record with depth + 1. Off by default: a launch then costs one pointer test.
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ class Tracer {
   // Returns the index of the new event; end() fills its duration.
   size_t begin(TraceEvent e);
   void end(size_t index);
+  void set_metadata(size_t index, std::string metadata) { events_[index].metadata = std::move(metadata); }
   int depth() const { return depth_; }
   const std::vector<TraceEvent>& events() const { return events_; }
 
@@ -42,5 +44,9 @@ class Tracer {
   std::chrono::steady_clock::time_point origin_;
   int depth_ = 0;
 };
+
+// Chrome trace-event objects ("ph": "X") of `events`, in the lane of process `pid` (one per rank
+// under mpirun, Note [Driver and workers] in engine/model_worker.h).
+nlohmann::json chrome_trace_events(const std::vector<TraceEvent>& events, int pid);
 
 }  // namespace opchain

@@ -56,7 +56,7 @@ LLMEngine::LLMEngine(const CausalLM& model, const DeviceContext& device, const T
                                std::to_string(config_.state_slots));
   // Hybrid models: one state slot per running sequence. Unless set, as many slots as max_batch fit
   // in half the byte budget (at least one); the KV blocks take the rest (Note [State memory]).
-  const ModelConfig& mc = model.config();
+  const ModelConfig& mc = model.cache_config();  // this rank's KV heads (Note [Tensor parallel])
   const size_t per_seq = KvCache::state_bytes_per_sequence(mc);
   int64_t slots = 1;
   if (per_seq > 0) {

@@ -30,6 +30,16 @@ MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype
   return checkpoint_dtype == DType::BF16 ? MatmulPrecision::Bf16 : MatmulPrecision::F32;
 }
 
+namespace {
+ParallelPlacement& placement_of_process() {
+  static ParallelPlacement p;
+  return p;
+}
+}  // namespace
+
+void set_process_placement(const ParallelPlacement& p) { placement_of_process() = p; }
+const ParallelPlacement& process_placement() { return placement_of_process(); }
+
 LoadedModel load_model(const std::string& dir, const std::string& vendor, const BuildProgress& progress,
                        PrecisionChoice precision) {
   const auto start = std::chrono::steady_clock::now();
@@ -49,6 +59,10 @@ LoadedModel load_model(const ModelDirectory& dir, const std::string& vendor, con
   m.device.registry = &builtin_registry();  // the vendors compiled into this build
   m.device.matmul_precision =
       resolve_precision(precision, m.weights->dominant_dtype(), m.weights->quant_config().quantized());
+  m.device.placement = process_placement();
+  m.device.parallel.tp_size = m.device.placement.tp_size;
+  m.device.parallel.ep_size = m.device.placement.ep_size;
+  m.device.ep_rank = m.device.placement.ep_rank;
   m.model = build_model(m.config, *m.weights, m.device, progress);
   m.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return m;

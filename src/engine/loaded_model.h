@@ -30,6 +30,13 @@ enum class PrecisionChoice : uint8_t { Auto, F32, Bf16, Quantized };
 std::optional<PrecisionChoice> parse_precision_choice(std::string_view s);
 MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint = false);
 
+// Where this process sits among the ranks of one model (Note [Driver and workers] in
+// engine/model_worker.h). It belongs to the process, as its MPI world does: the CLI sets it once after
+// opening the world, and every load_model after that builds this rank's shard. A process alone keeps
+// the default (no communicators, sizes 1).
+void set_process_placement(const ParallelPlacement& p);
+const ParallelPlacement& process_placement();
+
 // Throws FormatError / UnsupportedOpError with the file, tensor or op named. The first form takes the
 // directory already read (Note [Model directory]); the second reads it first.
 LoadedModel load_model(const ModelDirectory& dir, const std::string& vendor, const BuildProgress& progress = {},

@@ -4,15 +4,29 @@
 
 #include "core/error.h"
 #include "engine/decode_graph_runner.h"
+#include "engine/model_worker.h"
 
 namespace opchain {
 
 ModelRunner::ModelRunner(const CausalLM& model, const DeviceContext& device, KvCache& cache)
-    : model_(model), backend_(select_backend(device)), cache_(cache), workspace_(8 << 20) {}
+    : model_(model),
+      backend_(select_backend(device)),
+      cache_(cache),
+      workspace_(8 << 20),
+      workers_(worker_channel(device)) {
+  if (workers_) worker_id_ = workers_->open_runner(cache_);
+}
 
-ModelRunner::~ModelRunner() = default;
+ModelRunner::~ModelRunner() {
+  if (!workers_) return;
+  try {
+    workers_->close_runner(worker_id_);
+  } catch (const std::exception&) {  // a world already broken has reported why; nothing to add
+  }
+}
 
 bool ModelRunner::enable_graph_mode(int64_t max_batch) {
+  if (workers_) workers_->enable_graph(worker_id_, max_batch);
   if (std::string why = model_.graph_capture_blocker(); !why.empty()) {
     graphs_.reset();
     graph_off_reason_ = std::move(why);
@@ -53,6 +67,10 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
   const ModelConfig& c = model_.config();
   const int64_t batch = static_cast<int64_t>(seqs.size());
   if (batch == 0) throw InvalidArgumentError("a step needs at least one sequence");
+  if (workers_) {  // checked here first, so that a step the driver refuses never reaches the workers
+    for (const auto& s : seqs) validate_sequence_step(c, cache_, s);
+    workers_->forward(worker_id_, seqs);
+  }
   last_replayed_ = graphs_ && graphs_->accepts(seqs);
   if (last_replayed_) {
     ++replays_;

@@ -26,6 +26,7 @@ struct SequenceStep {
 void validate_sequence_step(const ModelConfig& config, const KvCache& cache, const SequenceStep& s);
 
 class DecodeGraphRunner;
+class WorkerChannel;
 
 class ModelRunner {
  public:
@@ -60,6 +61,10 @@ class ModelRunner {
   std::string graph_off_reason_ = "graph mode not enabled";
   bool last_replayed_ = false;
   int64_t replays_ = 0;
+  // On the driver of a multi-rank world: where this runner's commands go (Note [Driver and workers]
+  // in engine/model_worker.h), and its number there.
+  WorkerChannel* workers_ = nullptr;
+  int64_t worker_id_ = 0;
 };
 
 }  // namespace opchain

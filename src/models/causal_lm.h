@@ -29,11 +29,15 @@ class CausalLM {
   // per step, Note [Graph capture]); empty (the default) when it can. Such a model decodes eagerly.
   virtual std::string graph_capture_blocker() const { return {}; }
   const ModelConfig& config() const { return config_; }
+  // The config this rank's KV cache is sized by: config() with the KV heads this rank holds, fewer
+  // than the checkpoint's when attention is tensor-parallel (Note [Tensor parallel]).
+  const ModelConfig& cache_config() const { return cache_config_; }
   int64_t parameter_count() const { return parameter_count_; }
 
  protected:
-  explicit CausalLM(ModelConfig c) : config_(std::move(c)) {}
+  explicit CausalLM(ModelConfig c) : config_(c), cache_config_(std::move(c)) {}
   ModelConfig config_;
+  ModelConfig cache_config_;
   int64_t parameter_count_ = 0;
 };
 

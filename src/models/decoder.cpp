@@ -18,18 +18,46 @@ Tensor optional_bias(const WeightStore& w, const std::string& name, bool present
 
 }  // namespace
 
+namespace {
+
+Tensor bias_rows(const Tensor& bias, const TpShard& tp, std::pair<int64_t, int64_t> block, int64_t unit) {
+  if (bias.is_null() || tp.whole()) return bias;
+  return bias.slice_rows(block.first * unit, block.second * unit);
+}
+
+}  // namespace
+
 DecoderAttention::DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w)
-    : heads(c.num_attention_heads),
-      kv_heads(c.num_key_value_heads),
+    : DecoderAttention(mc, c, w, tp_shard(*mc.device),
+                       shard_heads(c.num_attention_heads, c.num_key_value_heads, tp_shard(*mc.device), mc.path)) {}
+
+// Tensor parallel (Note [Tensor parallel]): q/k/v hold this rank's heads' rows, o_proj the matching
+// input columns and an all-reduce; its bias is added once, on tp rank 0.
+DecoderAttention::DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w,
+                                   const TpShard& tp, const HeadShard& hs)
+    : heads(hs.heads),
+      kv_heads(hs.kv_heads),
       head_dim(c.head_dim),
-      q_proj(mc.child("q_proj"), load_linear(w, mc.path + ".q_proj", heads * head_dim, c.hidden_size),
-             optional_bias(w, mc.path + ".q_proj.bias", c.qkv_bias, heads * head_dim)),
-      k_proj(mc.child("k_proj"), load_linear(w, mc.path + ".k_proj", kv_heads * head_dim, c.hidden_size),
-             optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      v_proj(mc.child("v_proj"), load_linear(w, mc.path + ".v_proj", kv_heads * head_dim, c.hidden_size),
-             optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, kv_heads * head_dim)),
-      o_proj(mc.child("o_proj"), load_linear(w, mc.path + ".o_proj", c.hidden_size, heads * head_dim),
-             optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size)),
+      q_proj(mc.child("q_proj"),
+             shard_rows(load_linear(w, mc.path + ".q_proj", c.num_attention_heads * head_dim, c.hidden_size), tp,
+                        {hs.q_begin, hs.q_begin + hs.heads}, head_dim),
+             bias_rows(optional_bias(w, mc.path + ".q_proj.bias", c.qkv_bias, c.num_attention_heads * head_dim), tp,
+                       {hs.q_begin, hs.q_begin + hs.heads}, head_dim)),
+      k_proj(mc.child("k_proj"),
+             shard_rows(load_linear(w, mc.path + ".k_proj", c.num_key_value_heads * head_dim, c.hidden_size), tp,
+                        {hs.kv_begin, hs.kv_begin + hs.kv_heads}, head_dim),
+             bias_rows(optional_bias(w, mc.path + ".k_proj.bias", c.qkv_bias, c.num_key_value_heads * head_dim), tp,
+                       {hs.kv_begin, hs.kv_begin + hs.kv_heads}, head_dim)),
+      v_proj(mc.child("v_proj"),
+             shard_rows(load_linear(w, mc.path + ".v_proj", c.num_key_value_heads * head_dim, c.hidden_size), tp,
+                        {hs.kv_begin, hs.kv_begin + hs.kv_heads}, head_dim),
+             bias_rows(optional_bias(w, mc.path + ".v_proj.bias", c.qkv_bias, c.num_key_value_heads * head_dim), tp,
+                       {hs.kv_begin, hs.kv_begin + hs.kv_heads}, head_dim)),
+      o_proj(mc.child("o_proj"),
+             shard_cols(load_linear(w, mc.path + ".o_proj", c.hidden_size, c.num_attention_heads * head_dim), tp,
+                        {hs.q_begin, hs.q_begin + hs.heads}, head_dim),
+             tp.rank == 0 ? optional_bias(w, mc.path + ".o_proj.bias", c.o_bias, c.hidden_size) : Tensor{},
+             tp.whole() ? nn::LinearParallel{} : nn::LinearParallel{nn::LinearParallel::ReduceOutput}),
       rotary(mc.child("rotary")),
       attn(mc.child("attn"), heads, kv_heads, head_dim,
            static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)))) {
@@ -56,10 +84,32 @@ Tensor DecoderAttention::forward(StepContext& ctx, const Tensor& x, const nn::Ro
   return o_proj.forward(ctx, o);
 }
 
+namespace {
+
+// gate_proj's rows over up_proj's, this rank's block of the intermediate features from each.
+Weight gate_up_shard(const WeightStore& w, const std::string& path, int64_t hidden, int64_t intermediate,
+                     const TpShard& tp) {
+  if (tp.whole())
+    return load_linear_stacked(w, {path + ".gate_proj", path + ".up_proj"},
+                               {{intermediate, hidden}, {intermediate, hidden}});
+  const auto block = even_block(intermediate, tp, "intermediate features of " + path);
+  return stack_rows({shard_rows(load_linear(w, path + ".gate_proj", intermediate, hidden), tp, block, 1),
+                     shard_rows(load_linear(w, path + ".up_proj", intermediate, hidden), tp, block, 1)});
+}
+
+}  // namespace
+
 DenseMlp::DenseMlp(const nn::ModuleContext& mc, const WeightStore& w, int64_t hidden, int64_t intermediate)
-    : gate_up_proj(mc.child("gate_up_proj"), load_linear_stacked(w, {mc.path + ".gate_proj", mc.path + ".up_proj"},
-                                                                 {{intermediate, hidden}, {intermediate, hidden}})),
-      down_proj(mc.child("down_proj"), load_linear(w, mc.path + ".down_proj", hidden, intermediate)),
+    : gate_up_proj(mc.child("gate_up_proj"), gate_up_shard(w, mc.path, hidden, intermediate, tp_shard(*mc.device))),
+      down_proj(
+          mc.child("down_proj"),
+          shard_cols(load_linear(w, mc.path + ".down_proj", hidden, intermediate), tp_shard(*mc.device),
+                     tp_shard(*mc.device).whole()
+                         ? std::pair<int64_t, int64_t>{0, intermediate}
+                         : even_block(intermediate, tp_shard(*mc.device), "intermediate features of " + mc.path),
+                     1),
+          {},
+          tp_shard(*mc.device).whole() ? nn::LinearParallel{} : nn::LinearParallel{nn::LinearParallel::ReduceOutput}),
       act(mc.child("act_fn")) {}
 
 Tensor DenseMlp::forward(StepContext& ctx, const Tensor& x) const {
@@ -81,19 +131,25 @@ void add_expert(ExpertWeights& e, const Weight& gate, const Weight& up, const We
 
 }  // namespace
 
-ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w) {
+ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w,
+                           std::pair<int64_t, int64_t> block) {
   ExpertWeights e;
   const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
+  if (block.second == 0) block = {0, c.num_experts};
+  const int64_t count = block.second - block.first;
+  e.first_expert = block.first;
+  e.total_experts = c.num_experts;
   std::vector<Weight> gate, up, down;
   if (w.contains(prefix + ".gate_up_proj")) {  // fused: each expert's gate rows, then its up rows
     const std::vector<Weight> gate_up = load_fused_experts(w, prefix + ".gate_up_proj", c.num_experts, 2 * inter, h);
-    down = load_fused_experts(w, prefix + ".down_proj", c.num_experts, h, inter);
-    for (const Weight& gu : gate_up) {
-      gate.push_back(select_rows(gu, {{0, inter}}));
-      up.push_back(select_rows(gu, {{inter, 2 * inter}}));
+    const std::vector<Weight> all_down = load_fused_experts(w, prefix + ".down_proj", c.num_experts, h, inter);
+    for (int64_t i = block.first; i < block.second; ++i) {
+      gate.push_back(select_rows(gate_up[i], {{0, inter}}));
+      up.push_back(select_rows(gate_up[i], {{inter, 2 * inter}}));
+      down.push_back(all_down[i]);
     }
   } else {
-    for (int64_t i = 0; i < c.num_experts; ++i) {
+    for (int64_t i = block.first; i < block.second; ++i) {
       const std::string p = prefix + "." + std::to_string(i);
       gate.push_back(load_linear(w, p + ".gate_proj", inter, h));
       up.push_back(load_linear(w, p + ".up_proj", inter, h));
@@ -101,7 +157,7 @@ ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, cons
     }
   }
   // One kernel runs every expert of a layer: they must be stored alike.
-  for (int64_t i = 0; i < c.num_experts; ++i)
+  for (int64_t i = 0; i < count; ++i)
     for (const Weight* m : {&gate[i], &up[i], &down[i]}) {
       const Weight& first = gate[0];
       const bool alike =
@@ -109,17 +165,18 @@ ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, cons
           (!m->quantized() || (m->quant->scheme == first.quant->scheme && m->quant->act == first.quant->act));
       if (!alike)
         throw FormatError("expert weights under " + prefix + " in " + w.dir() + " mix storage: expert " +
-                          std::to_string(i) + " has " + m->desc() + " where expert 0's gate_proj has " + first.desc() +
-                          "; all experts of a layer must be stored alike");
+                          std::to_string(block.first + i) + " has " + m->desc() + " where expert 0's gate_proj has " +
+                          first.desc() + "; all experts of a layer must be stored alike");
     }
-  for (int64_t i = 0; i < c.num_experts; ++i) add_expert(e, gate[i], up[i], down[i]);
+  for (int64_t i = 0; i < count; ++i) add_expert(e, gate[i], up[i], down[i]);
   return e;
 }
 
 SparseMoeBlock::SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, bool shared)
     : gate(mc.child("gate"), load_linear(w, mc.path + ".gate", c.num_experts, c.hidden_size)),
       router(mc.child("router"), c.num_experts_per_tok, c.norm_topk_prob),
-      experts(mc.child("experts"), load_experts(mc.path + ".experts", c, w)) {
+      experts(mc.child("experts"),
+              load_experts(mc.path + ".experts", c, w, expert_block(*mc.device, c.num_experts, mc.path + ".experts"))) {
   if (shared) {
     shared_expert.emplace(mc.child("shared_expert"), w, c.hidden_size, c.shared_expert_intermediate_size);
     shared_expert_gate.emplace(mc.child("shared_expert_gate"),
@@ -158,18 +215,34 @@ Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::str
   return load_linear(w, "lm_head", c.vocab_size, c.hidden_size);
 }
 
+nn::Linear vocab_parallel_lm_head(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w,
+                                  const std::string& embed_name) {
+  const TpShard tp = tp_shard(*mc.device);
+  Weight full = lm_head_weight(c, w, embed_name);
+  if (tp.whole()) return nn::Linear(mc, std::move(full));
+  // Each rank scores its block of the vocabulary; the blocks are gathered into whole rows of logits.
+  const int64_t chunk = (c.vocab_size + tp.size - 1) / tp.size;
+  const int64_t begin = std::min(c.vocab_size, tp.rank * chunk), end = std::min(c.vocab_size, begin + chunk);
+  if (end <= begin)
+    throw FormatError("tensor parallel size " + std::to_string(tp.size) + " leaves rank " + std::to_string(tp.rank) +
+                      " no rows of the " + std::to_string(c.vocab_size) + "-token vocabulary");
+  return nn::Linear(mc, select_rows(full, {{begin, end}}), {},
+                    nn::LinearParallel{nn::LinearParallel::GatherOutputColumns, c.vocab_size});
+}
+
 DecoderModel::DecoderModel(const ModelConfig& c, const WeightStore& w, const DeviceContext& dev,
                            const BuildProgress& progress, const DecoderSpec& spec)
     : CausalLM(c),
       embed_tokens_({&dev, "model.embed_tokens"}, w.get("model.embed_tokens.weight", {c.vocab_size, c.hidden_size})),
       rotary_emb_({&dev, "model.rotary_emb"}, c.head_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
       norm_({&dev, "model.norm"}, w.get("model.norm.weight", {c.hidden_size}), static_cast<float>(c.rms_norm_eps)),
-      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w, "model.embed_tokens.weight")) {
+      lm_head_(vocab_parallel_lm_head({&dev, "lm_head"}, c, w, "model.embed_tokens.weight")) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     layers_.push_back(std::make_unique<DecoderLayer>(nn::ModuleContext{&dev, layer_prefix(l)}, c, w, spec, l));
     if (progress) progress(l + 1, c.num_hidden_layers);
   }
   for (const auto& name : w.names()) parameter_count_ += opchain::parameter_count(w, name);
+  if (!layers_.empty()) cache_config_.num_key_value_heads = layers_.front()->self_attn.kv_heads;
 }
 
 // transformers' pre-norm residual stream, with the residual add folded into the next norm:

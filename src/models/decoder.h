@@ -6,6 +6,7 @@
 
 #include "io/linear_weights.h"
 #include "models/causal_lm.h"
+#include "models/tensor_parallel_shard.h"
 #include "nn/attention.h"
 #include "nn/embedding.h"
 #include "nn/fused_moe.h"
@@ -27,10 +28,12 @@ struct DecoderSpec {
 // Self-attention: q/k/v projections (optional bias), optional per-head q/k RMSNorm before RoPE.
 struct DecoderAttention {
   DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
+  DecoderAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, const TpShard& tp,
+                   const HeadShard& heads);
   Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
                  const LayerKvCache& cache) const;
 
-  int64_t heads, kv_heads, head_dim;
+  int64_t heads, kv_heads, head_dim;  // this rank's (Note [Tensor parallel])
   nn::Linear q_proj, k_proj, v_proj, o_proj;
   std::optional<nn::RMSNorm> q_norm, k_norm;
   nn::ApplyRotaryEmb rotary;
@@ -75,9 +78,14 @@ Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& 
 // The expert weights of one MoE layer under `prefix` (".experts"): per-expert tensors
 // (experts.E.{gate,up,down}_proj.weight) or the fused ones (experts.gate_up_proj [E, 2I, H],
 // experts.down_proj [E, H, I]), as views either way.
-ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w);
+// Expert parallel: only experts [block.first, block.second) (all when block is {0, 0}).
+ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w,
+                           std::pair<int64_t, int64_t> block = {0, 0});
 // The output projection: lm_head.weight, or the embedding matrix when tied and absent.
 Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
+// lm_head as this rank builds it: whole, or its block of the vocabulary with the gather (Note [Tensor parallel]).
+nn::Linear vocab_parallel_lm_head(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w,
+                                  const std::string& embed_name);
 
 class DecoderModel final : public CausalLM {
  public:

@@ -168,7 +168,7 @@ HybridDecoderModel::HybridDecoderModel(const ModelConfig& c, const WeightStore& 
       rotary_emb_({&dev, root_ + ".rotary_emb"}, c.rotary_dim, c.rope_theta, c.rope_scaling, c.max_position_embeddings),
       norm_({&dev, root_ + ".norm"}, w.get(root_ + ".norm.weight", {c.hidden_size}),
             static_cast<float>(c.rms_norm_eps)),
-      lm_head_({&dev, "lm_head"}, lm_head_weight(c, w, root_ + ".embed_tokens.weight")) {
+      lm_head_(vocab_parallel_lm_head({&dev, "lm_head"}, c, w, root_ + ".embed_tokens.weight")) {
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     layers_.push_back(
         std::make_unique<HybridDecoderLayer>(nn::ModuleContext{&dev, root_ + ".layers." + std::to_string(l)}, c, w, l));

@@ -16,6 +16,11 @@ struct ExpertWeights {
   // Quantised experts: each matrix's parameters, one per expert; empty for dense experts.
   std::vector<std::shared_ptr<const QuantParams>> gate_q, up_q, down_q;
 
+  // Expert parallel (Note [Expert parallel] in backends/fused_moe.h): these are experts
+  // [first_expert, first_expert + num_experts()) of the layer's total_experts (0: all of them).
+  int64_t first_expert = 0;
+  int64_t total_experts = 0;
+
   bool quantized() const { return !gate_q.empty(); }
   int64_t num_experts() const { return static_cast<int64_t>(gate.size()); }
   int64_t intermediate() const { return gate.empty() ? 0 : gate[0].size(0); }

@@ -138,7 +138,13 @@ void LaunchRecorder::set_active(LaunchRecorder* r) { g_recorder = r; }
 LaunchObserver* LaunchObserver::active() { return g_observer; }
 void LaunchObserver::set_active(LaunchObserver* o) { g_observer = o; }
 
+const std::string& BoundLaunch::name() const { return host ? host_name : entry->kernel_name; }
+
 void BoundLaunch::run() const {
+  if (host) {
+    (*host)();
+    return;
+  }
   switch (op) {
 #define OPCHAIN_X(name, key, args_t, dispatch, schema, tol)                                             \
   case OpType::name:                                                                                    \
@@ -147,6 +153,42 @@ void BoundLaunch::run() const {
     OPCHAIN_OP_TABLE(OPCHAIN_X)
 #undef OPCHAIN_X
   }
+}
+
+void launch_host_step(const std::string& name, const TraceSite* site, std::function<void()> step,
+                      const std::function<std::string()>& describe) {
+  auto shared = std::make_shared<const std::function<void()>>(std::move(step));
+  if (detail::launch_depth() == 0)
+    if (LaunchRecorder* rec = LaunchRecorder::active()) {
+      BoundLaunch l;
+      l.host = shared;
+      l.host_name = name;
+      rec->record(std::move(l));
+    }
+  Tracer* tracer = Tracer::active();
+  if (!tracer) {
+    detail::InsideKernel inside;
+    (*shared)();
+    return;
+  }
+  TraceEvent ev;
+  if (site) {
+    ev.module_path = site->module_path;
+    ev.nn_module = site->nn_module;
+    ev.impl = site->impl;
+  }
+  ev.op_type = "host_step";
+  ev.key = name;
+  ev.vendor = "host";
+  ev.kernel = name;
+  const size_t idx = tracer->begin(std::move(ev));
+  {
+    detail::InsideKernel inside;
+    (*shared)();
+  }
+  tracer->end(idx);
+  // After the step: the bytes it moved are known only once it ran.
+  if (describe) tracer->set_metadata(idx, describe());
 }
 
 int& detail::launch_depth() {

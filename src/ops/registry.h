@@ -100,13 +100,19 @@ Kernel<Op> resolve_kernel(const Registry& reg, const std::string& vendor, DType 
   return Kernel<Op>{reinterpret_cast<typename OpTraits<Op>::Fn>(e.fn), &e};
 }
 
-// A kernel launch bound to its own copy of its arguments: what a graph replays.
+// A kernel launch bound to its own copy of its arguments: what a graph replays. A host step
+// (launch_host_step) has no entry: `host` is the whole call.
 struct BoundLaunch {
   const KernelEntry* entry = nullptr;
   OpType op{};
-  void (*fn)() = nullptr;            // the kernel launched, type-erased OpTraits<op>::Fn
-  std::shared_ptr<const void> args;  // the copy, an OpTraits<op>::Args
-  void run() const;                  // fn(args), typed through the op table
+  void (*fn)() = nullptr;                             // the kernel launched, type-erased OpTraits<op>::Fn
+  std::shared_ptr<const void> args;                   // the copy, an OpTraits<op>::Args
+  std::shared_ptr<const std::function<void()>> host;  // a host step, else null
+  std::string host_name;                              // "collective:tp.all_reduce"
+  bool is_host_step() const { return host != nullptr; }
+  // The kernel's name, or the host step's.
+  const std::string& name() const;
+  void run() const;  // fn(args), typed through the op table, or host()
 };
 
 // Records launches: the graph runner captures a step with it (see Note [Graph capture] in
@@ -186,6 +192,16 @@ void launch(const Kernel<Op>& k, const typename OpTraits<Op>::Args& args, const 
   tracer->end(idx);
   if (observer) observer->after_launch(*k.entry, &args);
 }
+
+// Note [Host steps]
+// Work between kernels that is not a kernel: the collectives of tensor- and expert-parallel impls
+// (Note [Communicator] in backends/communicator.h). It runs now as a top-level launch (kernels it
+// launches nest under it), and while a graph records it is recorded like a kernel launch, so a replay
+// runs it in order between the kernels around it. `step` must read everything that varies per step
+// from memory it points at (tensors, the StepContext), never from values copied at capture. Traced
+// as op_type "host_step" with `name` and `describe()`'s metadata (bytes moved, the MoE path).
+void launch_host_step(const std::string& name, const TraceSite* site, std::function<void()> step,
+                      const std::function<std::string()>& describe = {});
 
 // The usual call: the trace strings come from the op's field list (Note [Op fields]).
 template <OpType Op>

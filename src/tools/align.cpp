@@ -182,7 +182,8 @@ struct Side {
 
   Side(const AlignOptions& o, std::string side_name, const std::string& vendor, bool graph_mode, int64_t total_tokens)
       : name(std::move(side_name)), graph(graph_mode), m(load_model(o.model, vendor, {}, o.precision)) {
-    cache = std::make_unique<KvCache>(m.config, 1 + (total_tokens + o.block_size - 1) / o.block_size, o.block_size);
+    cache = std::make_unique<KvCache>(m.model->cache_config(), 1 + (total_tokens + o.block_size - 1) / o.block_size,
+                                      o.block_size);
     cache->allocator().allocate(cache->blocks_for(total_tokens), blocks);
     slot = cache->state_slots().allocate();
     runner = std::make_unique<ModelRunner>(*m.model, m.device, *cache);

@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "backends/communicator.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "engine/decode_graph_runner.h"
@@ -251,8 +252,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
   constexpr int64_t kBlock = 16;
   const int64_t per_seq = (context + kBlock - 1) / kBlock;
   // Hybrid models: a state slot per decode sequence (0 .. max_batch-1) and one for the prompts.
-  KvCache cache(c, 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock, max_batch + 1,
-                kv_cache_dtype(m.device.matmul_precision));
+  KvCache cache(m.model->cache_config(), 1 + max_batch * per_seq + (max_prompt + kBlock - 1) / kBlock, kBlock,
+                max_batch + 1, kv_cache_dtype(m.device.matmul_precision));
   const int32_t prompt_slot = static_cast<int32_t>(max_batch);
   ModelRunner runner(*m.model, m.device, cache);
   auto log = [&](const std::string& s) {
@@ -345,7 +346,26 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
     std::string mode;
     Stats tok_s, ms;
     double kernel_ms = 0, host_ms = 0;  // per step (medians): time inside kernels, and the rest of the step
+    // Per step (medians), under mpirun: time inside this rank's collectives (the driver's step
+    // broadcast included) and the bytes it sent plus received (docs/scale-out.md).
+    double comm_ms = 0, comm_bytes = 0;
   };
+  // This rank's collectives so far, over the world and its groups (Note [Communicator]).
+  const auto comm_now = [&] {
+    CommStats sum;
+    const ParallelPlacement& pl = m.device.placement;
+    std::vector<const Communicator*> seen;
+    for (const Communicator* c : {pl.world, pl.tp, pl.ep}) {
+      if (!c || std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+      seen.push_back(c);
+      sum.collectives += c->stats().collectives;
+      sum.bytes_sent += c->stats().bytes_sent;
+      sum.bytes_received += c->stats().bytes_received;
+      sum.seconds += c->stats().seconds;
+    }
+    return sum;
+  };
+  const bool distributed = m.device.placement.world && m.device.placement.world->size() > 1;
   const double clock_overhead_s = kernel_clock_overhead_s();
   struct DecodeRow {
     int64_t batch;
@@ -361,7 +381,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
       if (mode.name == "graph" && !mode.runner->last_step_replayed())
         throw Error("bench: a decode step of batch " + std::to_string(batch) + " did not replay its graph");
     }
-    std::vector<std::vector<double>> ms(modes.size()), kernel_ms(modes.size()), host_ms(modes.size());
+    std::vector<std::vector<double>> ms(modes.size()), kernel_ms(modes.size()), host_ms(modes.size()),
+        comm_ms(modes.size()), comm_bytes(modes.size());
     for (int r = 0; r < o.reps; ++r) {
       for (size_t m = 0; m < modes.size(); ++m) {
         double sec = 0;
@@ -373,7 +394,12 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
       for (size_t m = 0; m < modes.size(); ++m) {
         for (int64_t s = 0; s < o.gen; ++s) {
           KernelClock clock;
+          const CommStats before = comm_now();
           const double wall = decode_step(*modes[m].runner, batch, s);
+          const CommStats after = comm_now();
+          comm_ms[m].push_back((after.seconds - before.seconds) * 1000.0);
+          comm_bytes[m].push_back(
+              static_cast<double>(after.bytes_sent - before.bytes_sent + after.bytes_received - before.bytes_received));
           kernel_ms[m].push_back(clock.seconds * 1000.0);
           host_ms[m].push_back(
               std::max(0.0, wall - clock.seconds - static_cast<double>(clock.launches) * clock_overhead_s) * 1000.0);
@@ -386,9 +412,18 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
       const Stats ms_stats = stats_of(ms[m]);
       const auto per_s = [&](double step_ms) { return static_cast<double>(batch) * 1000.0 / step_ms; };
       const Stats tok_s{per_s(ms_stats.median), per_s(ms_stats.max), per_s(ms_stats.min)};
-      ModeRow mr{modes[m].name, tok_s, ms_stats, stats_of(kernel_ms[m]).median, stats_of(host_ms[m]).median};
+      ModeRow mr{modes[m].name,
+                 tok_s,
+                 ms_stats,
+                 stats_of(kernel_ms[m]).median,
+                 stats_of(host_ms[m]).median,
+                 stats_of(comm_ms[m]).median,
+                 stats_of(comm_bytes[m]).median};
       log("decode batch " + std::to_string(batch) + " " + modes[m].name + ": " + fmt_stats(mr.tok_s) + " tok/s, " +
-          fmt_stats(mr.ms, 3) + " ms/step, host " + fmt(mr.host_ms, 3) + " ms/step");
+          fmt_stats(mr.ms, 3) + " ms/step, host " + fmt(mr.host_ms, 3) + " ms/step" +
+          (distributed ? ", comm " + fmt(mr.comm_ms, 3) + " ms/step and " + fmt(mr.comm_bytes / 1024.0, 1) +
+                             " KiB/step on rank 0"
+                       : std::string()));
       row.modes.push_back(std::move(mr));
     }
     decode_rows.push_back(std::move(row));
@@ -417,10 +452,9 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
               {"bound_ms_per_step", bound_ms},
               {"bandwidth_share", bound_ms / head.ms.median}};
     for (const ModeRow& mr : row.modes)
-      d[mr.mode] = {{"tok_s", to_json(mr.tok_s)},
-                    {"ms_per_step", to_json(mr.ms)},
-                    {"kernel_ms_per_step", mr.kernel_ms},
-                    {"host_ms_per_step", mr.host_ms}};
+      d[mr.mode] = {{"tok_s", to_json(mr.tok_s)},         {"ms_per_step", to_json(mr.ms)},
+                    {"kernel_ms_per_step", mr.kernel_ms}, {"host_ms_per_step", mr.host_ms},
+                    {"comm_ms_per_step", mr.comm_ms},     {"comm_bytes_per_step", mr.comm_bytes}};
     if (row.modes.size() == 2 && row.modes[0].host_ms > 0)
       d["host_time_removed"] = 1.0 - row.modes[1].host_ms / row.modes[0].host_ms;
     decode.push_back(std::move(d));

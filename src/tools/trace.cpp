@@ -6,10 +6,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "backends/communicator.h"
 #include "core/error.h"
 #include "core/trace.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
+#include "engine/model_worker.h"
 
 namespace opchain::tools {
 
@@ -48,7 +50,7 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
   std::vector<int32_t> ids = o.prompt;
   LoadedModel m = load_model(o.model, o.vendor, {}, o.precision);
   const int64_t total = static_cast<int64_t>(ids.size()) + o.decode_steps;
-  KvCache cache(m.config, 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
+  KvCache cache(m.model->cache_config(), 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
   std::vector<int32_t> blocks;
   cache.allocator().allocate(cache.blocks_for(total), blocks);
   const int32_t slot = cache.state_slots().allocate();
@@ -57,6 +59,10 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
     SequenceStep warm{ids, 0, blocks, false, slot};
     runner.forward({&warm, 1});
   }
+  // Under mpirun every rank traces its own calls; the workers' reach the Chrome trace as lanes of
+  // their own (Note [Driver and workers]).
+  WorkerChannel* workers = worker_channel(m.device);
+  if (workers) workers->trace_begin();
   Tracer tracer;
   Tracer::set_active(&tracer);
   struct Reset {
@@ -84,24 +90,16 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
     out << " | " << e.tensors << " | " << std::fixed << std::setprecision(1) << e.dur_us << " us\n";
   }
   print_op_summary(tracer.events(), out);
+  if (workers) workers->trace_end(o.chrome_trace.empty() ? std::string() : o.chrome_trace);
   if (!o.chrome_trace.empty()) {
-    nlohmann::json events = nlohmann::json::array();
-    for (const auto& e : tracer.events()) {
-      events.push_back({{"name", e.key},
-                        {"cat", e.vendor},
-                        {"ph", "X"},
-                        {"ts", e.start_us},
-                        {"dur", e.dur_us},
-                        {"pid", 1},
-                        {"tid", 1},
-                        {"args",
-                         {{"module_path", e.module_path},
-                          {"nn_module", e.nn_module},
-                          {"op_type", e.op_type},
-                          {"impl", e.impl},
-                          {"kernel", e.kernel},
-                          {"metadata", e.metadata},
-                          {"tensors", e.tensors}}}});
+    nlohmann::json events = chrome_trace_events(tracer.events(), 0);
+    for (int r = 1; workers && r < m.device.placement.world->size(); ++r) {
+      const std::string part = o.chrome_trace + ".rank" + std::to_string(r) + ".json";
+      std::ifstream in(part);
+      if (!in) throw InvalidArgumentError("rank " + std::to_string(r) + "'s trace " + part + " is missing");
+      for (auto& e : nlohmann::json::parse(in)) events.push_back(std::move(e));
+      in.close();
+      std::remove(part.c_str());
     }
     std::ofstream file(o.chrome_trace);
     if (!file) throw InvalidArgumentError("cannot write " + o.chrome_trace);

@@ -96,6 +96,21 @@ TEST(Layering, VendorsKnowNothingAboutModels) {
   EXPECT_TRUE(bad.empty()) << join(bad);
 }
 
+// Note [Communicator]: src/dist/ is the MPI world behind the Communicator interface. It builds on
+// core and that one interface; the layers that run a model see only Communicator, never the world.
+const std::regex kDistForbidden("^(?!(core/|dist/|backends/communicator\\.h$))[^/]+/");
+TEST(Layering, DistIncludesOnlyCoreAndTheCommunicator) {
+  const auto bad = violations("dist", kDistForbidden);
+  EXPECT_TRUE(bad.empty()) << join(bad);
+}
+
+TEST(Layering, NoModelLayerIncludesDist) {
+  for (const char* folder : {"models", "nn", "vendors", "ops"}) {
+    const auto bad = violations(folder, std::regex("^dist/"));
+    EXPECT_TRUE(bad.empty()) << join(bad);
+  }
+}
+
 TEST(Layering, TheCheckSeesAViolation) {
   // Guard against a scanner that can never fail: a crafted file under a temp tree is caught.
   const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
@@ -107,6 +122,11 @@ TEST(Layering, TheCheckSeesAViolation) {
   EXPECT_TRUE(std::regex_search(std::string("backends/attention.h"), kNnForbiddenBackends));
   EXPECT_FALSE(std::regex_search(std::string("backends/op_impl.h"), kNnForbiddenBackends));
   EXPECT_FALSE(std::regex_search(std::string("backends/step_context.h"), kNnForbiddenBackends));
+  EXPECT_TRUE(std::regex_search(std::string("backends/attention.h"), kDistForbidden));
+  EXPECT_TRUE(std::regex_search(std::string("engine/engine.h"), kDistForbidden));
+  EXPECT_FALSE(std::regex_search(std::string("backends/communicator.h"), kDistForbidden));
+  EXPECT_FALSE(std::regex_search(std::string("core/error.h"), kDistForbidden));
+  EXPECT_FALSE(std::regex_search(std::string("mpi.h"), kDistForbidden));
 }
 
 // docs/adding-an-op.md: an op touches its table row, its Args header, its kernels (a reference one
