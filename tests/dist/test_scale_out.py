@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(MPIRUN is None, reason="Open MPI's mpirun is not
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,vader",
            OMPI_MCA_btl_vader_single_copy_mechanism="none", OPCHAIN_COMM_TIMEOUT_S="60", OPCHAIN_THREADS="1")
-MOE = ["tiny-qwen3-moe", "tiny-qwen2-moe", "trained-qwen3-moe", "tiny-qwen3-next", "tiny-qwen3_5-moe"]
+MOE = ["tiny-qwen3-moe", "tiny-qwen2-moe", "trained-qwen3-moe", "tiny-qwen3-next", "tiny-qwen3_5-moe",
+       "tiny-qwen3_5-moe-vl"]
 DENSE = ["tiny-llama", "tiny-qwen3-dense", "tiny-qwen3_5"]
 IDS = "1,17,254,3,99,7,300,42,5,11,128,64"
 
