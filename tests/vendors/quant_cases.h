@@ -1,9 +1,10 @@
 #pragma once
 // Kernel-harness cases of the matmul ops with quantised weights (Note [Quantised weights]): random
 // codes and parameters of each scheme for the dtype under test (u8: int4 groups, i8: int8 channels,
-// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has four
-// variants per dtype: plain, asymmetric / act-order / per-channel, partial groups and blocks, and groups
-// of 64 (the AVX-512 int4 tile's step; the AVX2 tile's 16 divides the plain variant's 32).
+// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has five
+// variants per dtype: plain, asymmetric / act-order / per-channel, partial groups and blocks, groups of 64
+// (the AVX-512 int4 tile's narrow chunk; the AVX2 tile's 16 divides the plain variant's 32) and groups of
+// 128 (GPTQ's usual; the AVX-512 tile's wide chunk where k is a multiple of 128 too).
 
 namespace opchain::harness {
 
@@ -20,12 +21,13 @@ inline QuantSpec quant_spec_for(DType dt, int variant, int64_t in) {
       if (variant == 1) return {QuantScheme::Int4Group, 16, true, true};
       if (variant == 2) return {QuantScheme::Int4Group, 24, false, false};  // in % 24 != 0: a short last group
       if (variant == 3) return {QuantScheme::Int4Group, 64, true, false};   // the AVX-512 tile's chunk
+      if (variant == 4) return {QuantScheme::Int4Group, 128, true, false};  // its wide chunk
       return {QuantScheme::Int4Group, 32, false, false};
     case DType::I8:
       return {QuantScheme::Int8Channel, 0, variant == 1 || variant == 3, false};
     default:
       if (variant == 1) return {QuantScheme::Fp8Channel, 0, false, false};
-      return {QuantScheme::Fp8Block, variant == 2 ? 48 : 32, false, false};  // 48: partial edge blocks
+      return {QuantScheme::Fp8Block, variant == 2 ? 48 : variant == 4 ? 128 : 32, false, false};  // 48: partial edges
   }
   (void)in;
 }
@@ -103,7 +105,7 @@ inline std::vector<Case> quant_linear_cases() {
   };
   for (const S& s :
        {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
-    for (int variant : {0, 1, 2, 3})
+    for (int variant : {0, 1, 2, 3, 4})
       for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
         const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.in) + "_to_" + std::to_string(s.out) + (s.bias ? "_bias_" : "_") +
@@ -125,14 +127,16 @@ inline std::vector<Case> quant_linear_cases() {
 
 inline std::vector<Case> quant_grouped_matmul_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2, 3})
+  for (int variant : {0, 1, 2, 3, 4})
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
-      cases.push_back({"q" + std::to_string(variant) + "_rows_3_0_1_9_k96_n40_ld80_col40_" + precision_tag(p),
+      const int64_t kin = variant == 4 ? 256 : 96;  // groups of 128 need a k of whole groups to take the wide chunk
+      cases.push_back({"q" + std::to_string(variant) + "_rows_3_0_1_9_k" + std::to_string(kin) + "_n40_ld80_col40_" +
+                           precision_tag(p),
                        [=](DType dt, std::mt19937& g) {
                          const std::vector<int> counts = {3, 0, 1, 9};
                          std::vector<int32_t> off{0};
                          for (int c : counts) off.push_back(off.back() + c);
-                         const int64_t m = off.back(), kin = 96, nout = 40;
+                         const int64_t m = off.back(), nout = 40;
                          Tensor x = rand_f32(g, {m, kin}, -2.0f, 2.0f);
                          auto w = std::make_shared<std::vector<Tensor>>();
                          auto q = std::make_shared<std::vector<std::shared_ptr<const QuantParams>>>();
@@ -155,33 +159,34 @@ inline std::vector<Case> quant_grouped_matmul_cases() {
 
 inline std::vector<Case> quant_fused_moe_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2, 3})
+  for (int variant : {0, 1, 2, 3, 4})
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
-      cases.push_back({"q" + std::to_string(variant) + "_9tok_pad2_h64_i48_e5_k2_" + precision_tag(p),
-                       [=](DType dt, std::mt19937& g) {
-                         const int64_t n = 9, pad = 2, rows = n + pad, h = 64, inter = 48, experts = 5, k = 2;
-                         Tensor hidden = rand_f32(g, {rows, h}, -2.0f, 2.0f), ids, weights;
-                         make_routing(g, rows, k, {0, 1, 2, 4}, ids, weights);  // expert 3 receives no token
-                         auto ew = std::make_shared<ExpertWeights>();
-                         for (int64_t e = 0; e < experts; ++e) {
-                           const Weight gw = make_quant_weight(g, dt, variant, inter, h);
-                           const Weight uw = make_quant_weight(g, dt, variant, inter, h);
-                           const Weight dw = make_quant_weight(g, dt, variant, h, inter);
-                           ew->gate.push_back(gw.values);
-                           ew->up.push_back(uw.values);
-                           ew->down.push_back(dw.values);
-                           ew->gate_q.push_back(gw.quant);
-                           ew->up_q.push_back(uw.quant);
-                           ew->down_q.push_back(dw.quant);
-                         }
-                         auto meta = make_moe_meta(n, pad, {4});
-                         Instance inst{{"out"}, {rand_f32(g, {rows, h})}, {}};
-                         inst.call = make_call<OpType::FusedMoe>([=](const Outs& o) {
-                           return FusedMoeArgs{hidden, ew.get(), weights, ids, o[0], meta.get(), p};
-                         });
-                         return inst;
-                       },
-                       true, p == MatmulPrecision::F32 ? 0.0 : 1e-3});
+      const int64_t h = variant == 4 ? 128 : 64;
+      cases.push_back(
+          {"q" + std::to_string(variant) + "_9tok_pad2_h" + std::to_string(h) + "_i48_e5_k2_" + precision_tag(p),
+           [=](DType dt, std::mt19937& g) {
+             const int64_t n = 9, pad = 2, rows = n + pad, inter = 48, experts = 5, k = 2;
+             Tensor hidden = rand_f32(g, {rows, h}, -2.0f, 2.0f), ids, weights;
+             make_routing(g, rows, k, {0, 1, 2, 4}, ids, weights);  // expert 3 receives no token
+             auto ew = std::make_shared<ExpertWeights>();
+             for (int64_t e = 0; e < experts; ++e) {
+               const Weight gw = make_quant_weight(g, dt, variant, inter, h);
+               const Weight uw = make_quant_weight(g, dt, variant, inter, h);
+               const Weight dw = make_quant_weight(g, dt, variant, h, inter);
+               ew->gate.push_back(gw.values);
+               ew->up.push_back(uw.values);
+               ew->down.push_back(dw.values);
+               ew->gate_q.push_back(gw.quant);
+               ew->up_q.push_back(uw.quant);
+               ew->down_q.push_back(dw.quant);
+             }
+             auto meta = make_moe_meta(n, pad, {4});
+             Instance inst{{"out"}, {rand_f32(g, {rows, h})}, {}};
+             inst.call = make_call<OpType::FusedMoe>(
+                 [=](const Outs& o) { return FusedMoeArgs{hidden, ew.get(), weights, ids, o[0], meta.get(), p}; });
+             return inst;
+           },
+           true, p == MatmulPrecision::F32 ? 0.0 : 1e-3});
     }
   return cases;
 }
