@@ -12,7 +12,9 @@
 //    computes a partial sum of the whole output; an all-reduce adds the partials. A bias is added on
 //    tp rank 0 only.
 // KV heads are split when T divides them, else each rank holds the one KV head its query heads read
-// (replicated T / kv_heads times). Embeddings, norms and routers are replicated.
+// (replicated T / kv_heads times). A Gated DeltaNet layer splits the same way by heads: value heads in
+// blocks, key heads split with them or, when T exceeds them, replicated to the ranks whose value heads
+// read them; out_proj is row-parallel. Embeddings, norms and routers are replicated.
 #include <string>
 
 #include "backends/op_impl.h"

@@ -22,10 +22,12 @@ namespace opchain {
 // output is multiplied by sigmoid(gate) before o_proj.
 struct GatedAttention {
   GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
+  GatedAttention(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, const TpShard& tp,
+                 const HeadShard& heads);
   Tensor forward(StepContext& ctx, const Tensor& x, const nn::RotaryEmbedding::CosSin& rope,
                  const LayerKvCache& cache) const;
 
-  int64_t heads, kv_heads, head_dim;
+  int64_t heads, kv_heads, head_dim;  // this rank's (Note [Tensor parallel])
   nn::Linear q_proj, gate_proj, k_proj, v_proj, o_proj;
   nn::ZeroCenteredRMSNorm q_norm, k_norm;
   nn::ApplyRotaryEmb rotary;
@@ -37,17 +39,33 @@ struct GatedAttention {
 // gates); causal conv + silu; q/k L2 norm; the gated delta rule over the sequence's recurrent state;
 // the gated RMSNorm with z; out_proj. Qwen3-Next's per-key-head grouped projections are regrouped
 // at load into Qwen3.5's flat layout, so one forward serves both.
+// Tensor parallel over a Gated DeltaNet layer (Note [Tensor parallel]): each rank takes a block of value
+// heads and the key heads they read (a block of key heads when tp divides them, else the one key head
+// its value heads share, replicated, as KV heads are in attention). Its q, k, v, z, b, a rows, conv
+// channels, gates and recurrent state are its heads' own, and the layer needs one all-reduce, after
+// out_proj.
+struct GdnShard {
+  int64_t k_begin = 0, k_end = 0;  // key heads
+  int64_t v_begin = 0, v_end = 0;  // value heads
+  int64_t r = 1;                   // value heads per key head in the checkpoint
+};
+
 struct GatedDeltaNet {
   GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w);
   Tensor forward(StepContext& ctx, const Tensor& x, const LayerKvCache& cache) const;
 
-  LinearAttentionConfig dims;
+  LinearAttentionConfig dims;  // this rank's heads (Note [Tensor parallel]: a block of key heads each)
   nn::Linear in_proj_qkv, in_proj_z, in_proj_ba, out_proj;
   nn::CausalConv1d conv1d;
   nn::L2Norm qk_norm;
   nn::GdnGating gating;
   nn::GatedDeltaRule delta_rule;
   nn::GatedRMSNorm norm;
+
+ private:
+  GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, const TpShard& tp);
+  GatedDeltaNet(const nn::ModuleContext& mc, const ModelConfig& c, const WeightStore& w, const TpShard& tp,
+                const GdnShard& s);
 };
 
 struct HybridDecoderLayer {
