@@ -118,6 +118,13 @@ Tensor DenseMlp::forward(StepContext& ctx, const Tensor& x) const {
 
 namespace {
 
+// With tp > 1 and ep = 1 the experts split along their intermediate features over the tp group; with
+// ep > 1 they split whole over the ep group and each is kept entire (Note [Expert parallel]).
+TpShard experts_inter_tp(const DeviceContext& dev) {
+  const TpShard tp = tp_shard(dev);
+  return dev.placement.ep_size > 1 ? TpShard{} : tp;
+}
+
 void add_expert(ExpertWeights& e, const Weight& gate, const Weight& up, const Weight& down) {
   e.gate.push_back(gate.values);
   e.up.push_back(up.values);
@@ -132,7 +139,7 @@ void add_expert(ExpertWeights& e, const Weight& gate, const Weight& up, const We
 }  // namespace
 
 ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w,
-                           std::pair<int64_t, int64_t> block) {
+                           std::pair<int64_t, int64_t> block, const TpShard& inter_tp) {
   ExpertWeights e;
   const int64_t h = c.hidden_size, inter = c.moe_intermediate_size;
   if (block.second == 0) block = {0, c.num_experts};
@@ -168,6 +175,14 @@ ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, cons
                           std::to_string(block.first + i) + " has " + m->desc() + " where expert 0's gate_proj has " +
                           first.desc() + "; all experts of a layer must be stored alike");
     }
+  if (!inter_tp.whole()) {
+    const auto part = even_block(inter, inter_tp, "intermediate features of the experts under " + prefix);
+    for (int64_t i = 0; i < count; ++i) {
+      gate[i] = select_rows(gate[i], {part});
+      up[i] = select_rows(up[i], {part});
+      down[i] = select_cols(down[i], part.first, part.second);
+    }
+  }
   for (int64_t i = 0; i < count; ++i) add_expert(e, gate[i], up[i], down[i]);
   return e;
 }
@@ -176,7 +191,9 @@ SparseMoeBlock::SparseMoeBlock(const nn::ModuleContext& mc, const ModelConfig& c
     : gate(mc.child("gate"), load_linear(w, mc.path + ".gate", c.num_experts, c.hidden_size)),
       router(mc.child("router"), c.num_experts_per_tok, c.norm_topk_prob),
       experts(mc.child("experts"),
-              load_experts(mc.path + ".experts", c, w, expert_block(*mc.device, c.num_experts, mc.path + ".experts"))) {
+              load_experts(mc.path + ".experts", c, w, expert_block(*mc.device, c.num_experts, mc.path + ".experts"),
+                           experts_inter_tp(*mc.device)),
+              !experts_inter_tp(*mc.device).whole()) {
   if (shared) {
     shared_expert.emplace(mc.child("shared_expert"), w, c.hidden_size, c.shared_expert_intermediate_size);
     shared_expert_gate.emplace(mc.child("shared_expert_gate"),

@@ -78,9 +78,11 @@ Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& 
 // The expert weights of one MoE layer under `prefix` (".experts"): per-expert tensors
 // (experts.E.{gate,up,down}_proj.weight) or the fused ones (experts.gate_up_proj [E, 2I, H],
 // experts.down_proj [E, H, I]), as views either way.
-// Expert parallel: only experts [block.first, block.second) (all when block is {0, 0}).
+// Expert parallel: only experts [block.first, block.second) (all when block is {0, 0}). Tensor
+// parallel without expert parallel (inter_tp not whole): every expert, but only the rank's block of
+// the intermediate features (gate/up rows, down columns), as vLLM splits experts when EP is off.
 ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w,
-                           std::pair<int64_t, int64_t> block = {0, 0});
+                           std::pair<int64_t, int64_t> block = {0, 0}, const TpShard& inter_tp = {});
 // The output projection: lm_head.weight, or the embedding matrix when tied and absent.
 Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
 // lm_head as this rank builds it: whole, or its block of the vocabulary with the gather (Note [Tensor parallel]).
