@@ -518,7 +518,12 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
   alignas(32) int8_t tail[C][32];
+  constexpr bool kPrefetch = R <= 2;  // as the int4 tile: the rows kPfAhead micro-tiles on
+  const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
   for (int64_t i = 0; i < t.k; i += 32) {
+    if (kPrefetch && i % 64 == 0)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
     __m256i aw[C], w[C];
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
