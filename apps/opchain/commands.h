@@ -2,7 +2,6 @@
 // Each `opchain <command>` registers its flags on the app and runs when selected.
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <vector>
 
 namespace opchain::cli {
 
@@ -21,8 +20,5 @@ Runner add_quantize_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_align_command(CLI::App& app);
 Runner add_serve_command(CLI::App& app);
-
-// Shared helpers.
-std::vector<int32_t> parse_ids(const std::string& ids, const std::string& ids_file);
 
 }  // namespace opchain::cli

@@ -2,46 +2,51 @@
 #include <iostream>
 
 #include "apps/opchain/commands.h"
-#include "apps/opchain/parallel_run.h"
+#include "apps/opchain/flags.h"
 #include "core/error.h"
 #include "vendors/builtin_vendors.h"
 #include "vendors/plugin_loader.h"
+
+namespace {
+
+// The model the worker ranks load: the one the chosen command's flags name.
+opchain::tools::WorkerModel worker_model(CLI::App* cmd) {
+  auto value = [cmd](const std::string& name, const std::string& fallback) {
+    const CLI::Option* o = cmd->get_option_no_throw(name);
+    if (!o) return fallback;
+    if (o->count() > 0) return o->as<std::string>();
+    return o->get_default_str().empty() ? fallback : o->get_default_str();
+  };
+  return {value("--model", ""), value("--vendor", "cpu"),
+          opchain::parse_precision_choice(value("--precision", "auto")).value_or(opchain::PrecisionChoice::Auto)};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"opchain: an inference engine for Mixture-of-Experts LLMs"};
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, opchain::cli::Runner>> commands;
-  auto add = [&](opchain::cli::Runner r) {
-    CLI::App* newest = app.get_subcommands({}).back();  // the subcommand the add_* call just created
-    commands.emplace_back(newest, std::move(r));
-  };
-  add(opchain::cli::add_logits_command(app));
-  add(opchain::cli::add_ops_command(app));
-  add(opchain::cli::add_trace_command(app));
-  add(opchain::cli::add_generate_command(app));
-  add(opchain::cli::add_chat_command(app));
-  add(opchain::cli::add_tokenize_command(app));
-  add(opchain::cli::add_chat_template_command(app));
-  add(opchain::cli::add_make_model_command(app));
-  add(opchain::cli::add_quantize_command(app));
-  add(opchain::cli::add_bench_command(app));
-  add(opchain::cli::add_align_command(app));
-  add(opchain::cli::add_serve_command(app));
+  for (auto add : {opchain::cli::add_logits_command, opchain::cli::add_ops_command, opchain::cli::add_trace_command,
+                   opchain::cli::add_generate_command, opchain::cli::add_chat_command,
+                   opchain::cli::add_tokenize_command, opchain::cli::add_chat_template_command,
+                   opchain::cli::add_make_model_command, opchain::cli::add_quantize_command,
+                   opchain::cli::add_bench_command, opchain::cli::add_align_command, opchain::cli::add_serve_command}) {
+    opchain::cli::Runner run = add(app);
+    commands.emplace_back(app.get_subcommands({}).back(), std::move(run));  // the subcommand `add` just created
+  }
   // Every command that picks a vendor (and `ops`, which lists them) takes plugin vendors too; they
   // load into the process-wide registry before the command runs (vendors/plugin_loader.h).
   std::vector<std::string> plugins;
   std::vector<CLI::App*> with_plugins;
-  for (auto& [sub, run] : commands) {
-    if (!sub->get_option_no_throw("--vendor") && sub->get_name() != "ops") continue;
-    sub->add_option("--vendor-plugin", plugins,
-                    "load a vendor plugin (a shared library built against include/opchain/vendor_abi.h); "
-                    "repeatable; also OPCHAIN_VENDOR_PLUGINS=path:path");
-    with_plugins.push_back(sub);
-  }
   // The commands that run a model step by step can spread it over mpirun's ranks (docs/scale-out.md).
-  opchain::cli::ParallelFlags parallel;
+  opchain::tools::ParallelOptions parallel;
   for (auto& [sub, run] : commands) {
     const std::string& name = sub->get_name();
+    if (sub->get_option_no_throw("--vendor") || name == "ops") {
+      opchain::cli::add_vendor_plugin_flag(sub, plugins);
+      with_plugins.push_back(sub);
+    }
     if (name == "generate" || name == "logits" || name == "bench" || name == "serve" || name == "trace")
       opchain::cli::add_parallel_flags(sub, parallel);
   }
@@ -55,7 +60,7 @@ int main(int argc, char** argv) {
       if (sub->parsed()) opchain::load_vendor_plugins(opchain::builtin_registry(), plugins);
     for (auto& [sub, run] : commands)
       if (sub->parsed())
-        return sub->get_option_no_throw("--tp") ? opchain::cli::run_as_rank(sub, parallel, run) : run();
+        return sub->get_option_no_throw("--tp") ? opchain::tools::run_as_rank(parallel, worker_model(sub), run) : run();
   } catch (const opchain::Error& e) {
     std::cerr << "opchain: error: " << e.what() << "\n";
     return 1;

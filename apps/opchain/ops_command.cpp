@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "apps/opchain/commands.h"
+#include "apps/opchain/flags.h"
 #include "tools/op_table.h"
 #include "vendors/builtin_vendors.h"
 
@@ -11,7 +12,7 @@ namespace opchain::cli {
 Runner add_ops_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("ops", "List every op: key, schema, OpType and the dtypes each vendor registers");
   auto json_out = std::make_shared<bool>(false);
-  cmd->add_flag("--json", *json_out, "print JSON");
+  add_json_flag(cmd, *json_out);
   return [json_out] {
     const Registry& reg = builtin_registry();
     const nlohmann::json j = tools::op_table_json(reg);

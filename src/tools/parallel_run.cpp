@@ -1,4 +1,4 @@
-#include "apps/opchain/parallel_run.h"
+#include "tools/parallel_run.h"
 
 #include <pthread.h>
 #include <algorithm>
@@ -8,37 +8,15 @@
 #include <iostream>
 #include <thread>
 
-#include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "dist/world.h"
 #include "engine/loaded_model.h"
 #include "engine/model_worker.h"
 
-namespace opchain::cli {
-
-void add_parallel_flags(CLI::App* cmd, ParallelFlags& f) {
-  cmd->add_option("--tp", f.tp, "tensor-parallel ranks per model replica (under mpirun; docs/scale-out.md)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--ep", f.ep, "expert-parallel ranks the experts are split over (under mpirun)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--moe-comm", f.moe_comm,
-                  "how expert-parallel ranks exchange tokens: auto (alltoall for decode-sized steps, allgather above), "
-                  "allgather or alltoall")
-      ->check(CLI::IsMember({"auto", "allgather", "alltoall"}))
-      ->capture_default_str();
-}
+namespace opchain::tools {
 
 namespace {
-
-std::string option_value(CLI::App* cmd, const std::string& name, const std::string& fallback) {
-  const CLI::Option* o = cmd->get_option_no_throw(name);
-  if (!o) return fallback;
-  if (o->count() > 0) return o->as<std::string>();
-  return o->get_default_str().empty() ? fallback : o->get_default_str();
-}
 
 // Ranks that share a machine share its cores: unless OPCHAIN_THREADS says otherwise, each takes its
 // share, so that an oversubscribed world does not run cores x ranks threads.
@@ -52,7 +30,7 @@ void share_cores() {
 
 }  // namespace
 
-int run_as_rank(CLI::App* cmd, const ParallelFlags& f, const std::function<int()>& command) {
+int run_as_rank(const ParallelOptions& f, const WorkerModel& worker, const std::function<int()>& command) {
   if (!launched_under_mpirun() && f.tp == 1 && f.ep == 1) return command();
   // Open MPI starts threads of its own; opened with SIGINT and SIGTERM blocked, they inherit the mask
   // and leave both signals to this thread, so that `serve` drains on them as it does alone (its
@@ -87,8 +65,7 @@ int run_as_rank(CLI::App* cmd, const ParallelFlags& f, const std::function<int()
     // (Shutdown), so a worker must outlive the signal rather than die under the driver's last step.
     std::signal(SIGTERM, SIG_IGN);
     std::signal(SIGINT, SIG_IGN);
-    LoadedModel m = load_model(option_value(cmd, "--model", ""), option_value(cmd, "--vendor", "cpu"), {},
-                               precision_choice(option_value(cmd, "--precision", "auto")));
+    LoadedModel m = load_model(worker.model, worker.vendor, {}, worker.precision);
     run_model_worker(*m.model, m.device);
     return 0;
   } catch (const Error& e) {
@@ -98,4 +75,4 @@ int run_as_rank(CLI::App* cmd, const ParallelFlags& f, const std::function<int()
   }
 }
 
-}  // namespace opchain::cli
+}  // namespace opchain::tools

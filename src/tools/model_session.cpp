@@ -1,4 +1,4 @@
-#include "apps/opchain/model_session.h"
+#include "tools/model_session.h"
 
 #include <unistd.h>
 
@@ -6,32 +6,12 @@
 #include <fstream>
 #include <iostream>
 
-#include "apps/opchain/precision_flag.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "io/linear_weights.h"
 #include "io/model_directory.h"
 
-namespace opchain::cli {
-
-void EngineFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--model", model, "Hugging Face model directory")->required();
-  cmd->add_option("--vendor", vendor, "kernel vendor (cpu, reference)");
-  add_precision_flag(cmd, precision);
-  cmd->add_option("--threads", threads, "worker threads (default: all cores)");
-  cmd->add_option("--block-size", block_size, "KV cache block size in tokens");
-  cmd->add_option("--kv-cache-mb", kv_cache_mb, "KV cache memory in MiB (hybrid models: KV blocks and state slots)");
-  cmd->add_option("--kv-blocks", kv_blocks, "exactly this many KV blocks, block 0 reserved (overrides --kv-cache-mb)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--state-slots", state_slots,
-                  "hybrid models: sequences that hold linear-attention state at once (default: as many as fit in "
-                  "half of --kv-cache-mb, at most --max-batch)");
-  cmd->add_option("--max-batch", max_batch, "most sequences in one step");
-  cmd->add_option("--max-tokens-per-step", max_tokens_per_step, "token budget of one step");
-  cmd->add_option("--prefill-chunk", prefill_chunk, "most prompt tokens of one sequence per step");
-  auto* graph_flag = cmd->add_flag("--graph", graph, "decode steps replay graphs captured per batch bucket (default)");
-  cmd->add_flag("--eager", eager, "run every step eagerly, through the modules")->excludes(graph_flag);
-}
+namespace opchain::tools {
 
 static size_t resident_bytes() {
   std::ifstream in("/proc/self/statm");
@@ -55,7 +35,7 @@ std::string no_tokenizer_message(const std::string& model_dir) {
   return "no " + std::string(model_file::kTokenizer) + " in " + model_dir + " (needed for text prompts)";
 }
 
-std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_tokenizer) {
+std::unique_ptr<ModelSession> open_session(const EngineOptions& f, bool need_tokenizer) {
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
   auto s = std::make_unique<ModelSession>();
   const bool tty = isatty(STDERR_FILENO);
@@ -71,7 +51,7 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
     };
   }
   const ModelDirectory dir = ModelDirectory::read(f.model);
-  s->loaded = load_model(dir, f.vendor, progress, precision_choice(f.precision));
+  s->loaded = load_model(dir, f.vendor, progress, f.precision);
   if (dir.tokenizer.exists())
     s->tokenizer = Tokenizer::from_model_directory(dir);
   else if (need_tokenizer)
@@ -111,4 +91,4 @@ std::unique_ptr<ModelSession> open_session(const EngineFlags& f, bool need_token
   return s;
 }
 
-}  // namespace opchain::cli
+}  // namespace opchain::tools
