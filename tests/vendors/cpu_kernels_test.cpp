@@ -156,6 +156,24 @@ TEST(CpuVendor, TransposeKeysIsAnExactCopyOnEveryIsa) {
 
 // The online softmax's per-chunk steps: scale_max gives the scalar loop's products and maximum exactly;
 // exp_shifted_sum writes exp_shifted's values and returns their sum (to rounding, a fixed order).
+// The fp8 weight and activation widening is exact: every e4m3 code (subnormals, both zeros, NaN) gives
+// f8e4m3_to_f32's bits on every ISA, for lengths with and without a tail.
+TEST(CpuVendor, WidenF8e4m3IsExactOnEveryIsa) {
+  std::vector<uint8_t> codes(256 * 3 + 5);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(i * 7 + i / 256);
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    ASSERT_NE(sk, nullptr) << cpu::isa_name(isa);
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{16}, int64_t{256}, static_cast<int64_t>(codes.size())}) {
+      std::vector<float> got(static_cast<size_t>(n)), want(got.size());
+      for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = f8e4m3_to_f32(codes[static_cast<size_t>(i)]);
+      sk->widen_f8e4m3(codes.data(), got.data(), n);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+          << "isa " << cpu::isa_name(isa) << " n " << n;
+    }
+  }
+}
+
 TEST(CpuVendor, SoftmaxChunkStepsOnEveryIsa) {
   std::mt19937 g(13);
   std::uniform_real_distribution<float> u(-30.0f, 30.0f);

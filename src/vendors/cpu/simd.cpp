@@ -38,6 +38,9 @@ static inline vec vload_bf16(const uint16_t* p) {
 static inline vec vload_f16(const uint16_t* p) {
   return vec{f16_to_f32_fast(p[0]), f16_to_f32_fast(p[1]), f16_to_f32_fast(p[2]), f16_to_f32_fast(p[3])};
 }
+static inline vec vload_f8e4m3(const uint8_t* p) {
+  return vec{f8e4m3_to_f32(p[0]), f8e4m3_to_f32(p[1]), f8e4m3_to_f32(p[2]), f8e4m3_to_f32(p[3])};
+}
 static inline vec vfma(vec a, vec b, vec acc) { return acc + a * b; }
 static inline vec vmul(vec a, vec b) { return a * b; }
 static inline vec vmax(vec a, vec b) { return a > b ? a : b; }
@@ -79,6 +82,7 @@ const SimdKernels kKernels = {Isa::Generic,
                               conv_silu_row,
                               transpose_keys,
                               widen_bf16,
+                              widen_f8e4m3,
                               scale_max,
                               exp_shifted_sum};
 }  // namespace opchain::cpu::generic
@@ -96,6 +100,20 @@ static inline void vstore(float* p, vec v) { _mm256_storeu_ps(p, v); }
 static inline vec vload_bf16(const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+// e4m3 codes as f32, exactly as f8e4m3_to_f32: the exponent rebiased in integers (normal codes), 2^-6
+// (1 + m/8) - 2^-6 for subnormal ones (exact), NaN for 0x7f.
+static inline vec vload_f8e4m3(const uint8_t* p) {
+  const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m256i mag = _mm256_and_si256(c, _mm256_set1_epi32(0x7f)), t = _mm256_slli_epi32(mag, 20);
+  const __m256 normal = _mm256_castsi256_ps(_mm256_add_epi32(t, _mm256_set1_epi32(120 << 23)));
+  const __m256 sub =
+      _mm256_sub_ps(_mm256_castsi256_ps(_mm256_add_epi32(t, _mm256_set1_epi32(121 << 23))), _mm256_set1_ps(0.015625f));
+  const __m256i is_sub = _mm256_cmpeq_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x78)), _mm256_setzero_si256());
+  const __m256i is_nan = _mm256_cmpeq_epi32(mag, _mm256_set1_epi32(0x7f));
+  __m256 v = _mm256_blendv_ps(normal, sub, _mm256_castsi256_ps(is_sub));
+  v = _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)), _mm256_castsi256_ps(is_nan));
+  return _mm256_or_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x80)), 24)));
 }
 static inline vec vload_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -150,6 +168,7 @@ const SimdKernels kKernels = {Isa::Avx2,
                               conv_silu_row,
                               transpose_keys,
                               widen_bf16,
+                              widen_f8e4m3,
                               scale_max,
                               exp_shifted_sum};
 }  // namespace opchain::cpu::avx2
@@ -168,6 +187,20 @@ static inline void vstore(float* p, vec v) { _mm512_storeu_ps(p, v); }
 static inline vec vload_bf16(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+// As the avx2 one (see there).
+static inline vec vload_f8e4m3(const uint8_t* p) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi32(0x7f)), t = _mm512_slli_epi32(mag, 20);
+  const __m512 normal = _mm512_castsi512_ps(_mm512_add_epi32(t, _mm512_set1_epi32(120 << 23)));
+  const __m512 sub =
+      _mm512_sub_ps(_mm512_castsi512_ps(_mm512_add_epi32(t, _mm512_set1_epi32(121 << 23))), _mm512_set1_ps(0.015625f));
+  const __mmask16 is_sub = _mm512_testn_epi32_mask(c, _mm512_set1_epi32(0x78));
+  const __mmask16 is_nan = _mm512_cmpeq_epi32_mask(mag, _mm512_set1_epi32(0x7f));
+  __m512 v = _mm512_mask_blend_ps(is_sub, normal, sub);
+  v = _mm512_mask_blend_ps(is_nan, v, _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+  return _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(v), _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24)));
 }
 static inline vec vload_f16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -240,6 +273,7 @@ const SimdKernels kKernels = {Isa::Avx512,
                               conv_silu_row,
                               transpose_keys,
                               widen_bf16,
+                              widen_f8e4m3,
                               scale_max,
                               exp_shifted_sum};
 }  // namespace opchain::cpu::avx512

@@ -57,7 +57,8 @@ struct SimdKernels {
   // kt[c * w + j] = element c of key row k[j] (f32 or bf16 by dtype) as f32 for j < n, zero for
   // n <= j < w, c < d (w a multiple of the lanes): a kv chunk's keys transposed for scores_block.
   void (*transpose_keys)(const void* const* k, DType dtype, int64_t n, int64_t d, float* kt, int64_t w);
-  void (*widen_bf16)(const uint16_t* in, float* out, int64_t n);  // out[i] = in[i] as f32
+  void (*widen_bf16)(const uint16_t* in, float* out, int64_t n);   // out[i] = in[i] as f32
+  void (*widen_f8e4m3)(const uint8_t* in, float* out, int64_t n);  // out[i] = f8e4m3_to_f32(in[i])
   // s[j] *= a for j < n; returns max_j s[j] (-inf for n = 0): an online softmax's scaled chunk scores.
   float (*scale_max)(float* s, float a, int64_t n);
   // exp_shifted, returning sum_j e[j] in a fixed order for a given n (lanes, then vreduce's tree).
