@@ -240,7 +240,8 @@ TEST(CpuBatchInvariance, Linear) {
 }
 
 // Quantised weights in their format's precision: int4 groups (the SIMD tile's and the panel path's
-// group sizes) and int8 channels (integer dots), row r alone == row r in a batch, bit for bit. 8200
+// group sizes), int8 channels (integer dots) and fp8 channels and blocks of 128 (the fp8 tile), row r
+// alone == row r in a batch, bit for bit. 8200
 // output features: a lone row runs in the decode path's wide tiles (1024 columns), the batch in 64.
 TEST(CpuBatchInvariance, QuantizedLinear) {
   EnvGuard guard;
@@ -253,7 +254,8 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
     for (auto [dt, variant, out_f] :
          {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
           std::tuple{DType::U8, 4, 72}, std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200},
-          std::tuple{DType::U8, 4, 8200}, std::tuple{DType::I8, 1, 8200}}) {
+          std::tuple{DType::U8, 4, 8200}, std::tuple{DType::I8, 1, 8200}, std::tuple{DType::F8E4M3, 1, 72},
+          std::tuple{DType::F8E4M3, 4, 72}, std::tuple{DType::F8E4M3, 4, 8200}}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant) + " out " +
                    std::to_string(out_f));
       const Weight w = make_quant_weight(g, dt, variant, out_f, in);

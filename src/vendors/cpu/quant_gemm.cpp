@@ -142,6 +142,27 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
       break;
     }
     case ActivationForm::Fp8Group: {
+      const bool block = q.scheme == QuantScheme::Fp8Block;
+      if (const Fp8TileFn fp8 = fp8_tile_kernel(); fp8 && in % kFp8Chunk == 0 && a.group % kFp8Chunk == 0 &&
+                                                   (block ? q.group_size == a.group : q.groups() == 1)) {
+        Fp8Tile t;
+        t.x = a.values + it.r0 * a.ld;
+        t.ldx = a.ld;
+        t.x_scales = a.scales + it.r0 * a.groups;
+        t.codes = p.codes->data<uint8_t>() + it.c0 * in;
+        t.code_ld = in;
+        t.w_scales = q.scales.data<float>() + it.c0 * q.groups();
+        t.w_groups = q.groups();
+        t.group = a.group;
+        t.groups = a.groups;
+        t.k = in;
+        t.out = p.out + it.r0 * p.ldo + it.c0;
+        t.ldo = p.ldo;
+        t.rows = it.r1 - it.r0;
+        t.cols = cols;
+        fp8(t);
+        break;
+      }
       // The codes stream from memory once per step in decode: prefetch the rows 4 ahead of the one being
       // widened (without it the widening waited on memory for half the step).
       const uint8_t* codes = p.codes->data<uint8_t>();
@@ -151,7 +172,6 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
         for (int64_t b = 0; b < in; b += 64) __builtin_prefetch(ahead + b, 0, 2);
         sk.widen_f8e4m3(codes + (it.c0 + c) * in, w + c * in, in);
       }
-      const bool block = q.scheme == QuantScheme::Fp8Block;
       for (int64_t c = 0; c < cols; ++c) {
         const float* sw = q.scales.data<float>() + (it.c0 + c) * q.groups();
         for (int64_t r = it.r0; r < it.r1; ++r) {

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "core/dtype.h"
 #include "vendors/cpu/cpu_common.h"
@@ -404,6 +406,129 @@ const QuantKernels kAmxKernels = {kChunk,        2,           int4_prepare, int4
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
 
+// The fp8 tile (quant_simd.h): 64 codes per step become two vectors of 32 bf16 through a 128-entry
+// table split into low and high bytes (vpermi2b reads a code's low 7 bits; its sign bit is the bf16's),
+// interleaved by vpunpck{l,h}bw; the activations are laid out to match the interleave. Every e4m3
+// value is a bf16, so the products are exact and only the f32 sums round.
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi,avx2,fma,f16c")
+namespace opchain::cpu::avx512fp8 {
+
+struct Tables {
+  __m512i lo0, lo1, hi0, hi1;
+};
+
+const Tables& tables() {
+  static const Tables t = [] {
+    alignas(64) uint8_t lo[128], hi[128];
+    for (int c = 0; c < 128; ++c) {
+      const uint16_t b = static_cast<uint16_t>(std::bit_cast<uint32_t>(f8e4m3_to_f32(static_cast<uint8_t>(c))) >> 16);
+      lo[c] = static_cast<uint8_t>(b & 0xff);
+      hi[c] = static_cast<uint8_t>(b >> 8);
+    }
+    return Tables{_mm512_load_si512(lo), _mm512_load_si512(lo + 64), _mm512_load_si512(hi), _mm512_load_si512(hi + 64)};
+  }();
+  return t;
+}
+
+// Within each 128-bit lane L, vpunpcklbw pairs bytes 16L + 0..7 and vpunpckhbw bytes 16L + 8..15: word p
+// of the first vector is channel 16 (p / 8) + p % 8, of the second that + 8.
+inline int64_t channel(int64_t v, int64_t p) { return 16 * (p / 8) + p % 8 + 8 * v; }
+
+// One activation row (fp8 values in f32, so exactly bf16) as bf16 in the tile's order.
+void pack_row(const float* x, int64_t k, uint16_t* out) {
+  for (int64_t c0 = 0; c0 < k; c0 += kFp8Chunk)
+    for (int64_t v = 0; v < 2; ++v)
+      for (int64_t p = 0; p < 32; ++p)
+        out[c0 + 32 * v + p] = static_cast<uint16_t>(std::bit_cast<uint32_t>(x[c0 + channel(v, p)]) >> 16);
+}
+
+inline void dpbf16(__m512& acc, __m512i a, __m512i b) {
+  acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
+}
+
+constexpr int64_t kPfAhead = 4;  // few-row tiles prefetch the weight rows this many micro-tiles on
+
+template <int R, int C>
+inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) {
+  const Tables& tb = tables();
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  constexpr bool kPrefetch = R <= 2;
+  const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
+  const int64_t per_group = t.group / kFp8Chunk, chunks = t.k / kFp8Chunk;
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m512 part[2][R][C];  // the two vectors of each step sum apart: two dot chains per output
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) part[0][r][c] = part[1][r][c] = _mm512_setzero_ps();
+    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+      if (kPrefetch)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) __builtin_prefetch(pf + chunk * kFp8Chunk * C + c * 64, 0, 2);
+      __m512i xv[R][2];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        xv[r][0] = _mm512_loadu_si512(xb + (r0 + r) * t.k + chunk * kFp8Chunk);
+        xv[r][1] = _mm512_loadu_si512(xb + (r0 + r) * t.k + chunk * kFp8Chunk + 32);
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i v = _mm512_loadu_si512(t.codes + (c0 + c) * t.code_ld + chunk * kFp8Chunk);
+        const __m512i lo = _mm512_permutex2var_epi8(tb.lo0, v, tb.lo1);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(tb.hi0, v, tb.hi1), v, sign, 0xF8);
+        const __m512i wa = _mm512_unpacklo_epi8(lo, hi), wb = _mm512_unpackhi_epi8(lo, hi);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          dpbf16(part[0][r][c], xv[r][0], wa);
+          dpbf16(part[1][r][c], xv[r][1], wb);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const float sx = t.x_scales[(r0 + r) * t.groups + g];
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const float sw = t.w_scales[(c0 + c) * t.w_groups + (t.w_groups == 1 ? 0 : g)];
+        acc[r][c] = _mm512_fmadd_ps(_mm512_add_ps(part[0][r][c], part[1][r][c]), _mm512_set1_ps(sx * sw), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+// One row: four weight rows at a time; two: two; more: one weight row past blocks of four rows (the
+// registers of 4 x 2 would spill). Every output is the same operations whatever its tile.
+void fp8_tile(const Fp8Tile& t) {
+  thread_local std::vector<uint16_t> xb_buf;
+  uint16_t* xb = scratch(xb_buf, static_cast<size_t>(t.rows * t.k));
+  for (int64_t r = 0; r < t.rows; ++r) pack_row(t.x + r * t.ldx, t.k, xb + r * t.k);
+  int64_t c = 0;
+  if (t.rows <= 2) {
+    if (t.rows == 1)
+      for (; c + 4 <= t.cols; c += 4) micro<1, 4>(t, xb, 0, c);
+    else
+      for (; c + 2 <= t.cols; c += 2) micro<2, 2>(t, xb, 0, c);
+    for (; c < t.cols; ++c)
+      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, xb, r, c); });
+    return;
+  }
+  for (; c < t.cols; ++c)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, xb, r, c); });
+}
+
+}  // namespace opchain::cpu::avx512fp8
+OPCHAIN_TARGET_END()
+
 OPCHAIN_TARGET_BEGIN("avx2,fma,f16c")
 namespace opchain::cpu::avx2q {
 
@@ -700,6 +825,19 @@ bool set_avx_vnni_enabled(bool on) {
   if (on && !avx_vnni_supported()) return false;
   avx_vnni_slot().store(on, std::memory_order_relaxed);
   return true;
+}
+
+Fp8TileFn fp8_tile_kernel() {
+#if OPCHAIN_CPU_X86
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
+           __builtin_cpu_supports("avx512vbmi");
+  }();
+  if (has && (active_isa() == Isa::Avx512 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
+#endif
+  return nullptr;
 }
 
 const QuantKernels* quant_kernels() {

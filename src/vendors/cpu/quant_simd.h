@@ -52,6 +52,28 @@ struct Int8Tile {
   const int8_t* xp = nullptr;
 };
 
+// out[r * ldo + c] = sum_g x_scales[r, g] * w_scale(c, g) * sum_{k in g} x[r, k] * fp8(code[c, k]), g over
+// groups of `group` channels (the last may be short), w_scale(c, g) = w_scales[c * w_groups + g] or, with
+// w_groups == 1, w_scales[c]. x holds fp8 values (Fp8Group activations) in f32.
+struct Fp8Tile {
+  const float* x = nullptr;
+  int64_t ldx = 0;
+  const float* x_scales = nullptr;  // [rows, groups], rows `groups` apart, from the tile's first row
+  const uint8_t* codes = nullptr;   // the tile's first weight row; rows code_ld bytes apart
+  int64_t code_ld = 0;
+  const float* w_scales = nullptr;  // from the tile's first column
+  int64_t w_groups = 1;
+  int64_t group = 0, groups = 0, k = 0;
+  float* out = nullptr;
+  int64_t ldo = 0, rows = 0, cols = 0;
+};
+// Channels per step of the fp8 tile: k and group must be multiples of it.
+inline constexpr int64_t kFp8Chunk = 64;
+// The fp8 tile of the active ISA, or null (AVX-512 with BF16 and VBMI: e4m3 codes become bf16 through
+// two vpermi2b lookups, then vdpbf16ps; the products are exact, the sums f32).
+using Fp8TileFn = void (*)(const Fp8Tile&);
+Fp8TileFn fp8_tile_kernel();
+
 // Rows per QuantKernels::int8_pack block.
 inline constexpr int64_t kInt8PackRows = 16;
 
