@@ -208,6 +208,17 @@ void WeightStore::release(const std::string& name) const {
     ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
 }
 
+void WeightStore::map_in(const std::string& name) const {
+  const Tensor t = get_bytes(name);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(t.raw()) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(t.raw()) + t.nbytes();
+#ifdef MADV_POPULATE_READ
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);  // advisory: failure changes nothing
+}
+
 const SafetensorsEntry& WeightStore::entry(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);

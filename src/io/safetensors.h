@@ -67,6 +67,9 @@ class WeightStore {
   // touched again): for tensors the loader has converted into memory of its own, so the checkpoint's
   // bytes are not resident twice. Pages shared with a neighbouring tensor are kept.
   void release(const std::string& name) const;
+  // Maps a tensor's pages in now (MADV_POPULATE_READ, else a WILLNEED hint): for tables read a few rows
+  // at a time, whose rows would otherwise each fault on first use in the middle of a decode step.
+  void map_in(const std::string& name) const;
   // Any tensor's entry and bytes, whatever its rank (tools that copy tensors through).
   const SafetensorsEntry& entry(const std::string& name) const;
   Tensor get_bytes(const std::string& name) const;

@@ -9,6 +9,7 @@
 #include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/isa_target.h"
+#include "vendors/cpu/quant_gemm.h"
 #include "vendors/cpu/quant_simd.h"
 #include "vendors/kernel_harness.h"
 
@@ -91,6 +92,50 @@ TEST(CpuPerf, DISABLED_QuantLinear) {
                       reps);  // int4 group 64 asym, the lm_head
     time_quant_linear(DType::U8, -1, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);  // int4 group 128
     time_quant_linear(DType::I8, 0, rows, 151936 / (rows >= 32 ? 8 : 1), 2048, reps);   // int8 channel
+  }
+}
+
+// Batch-1 decode of a Qwen3-30B-A3B MoE layer's experts, as fused_moe calls quant_gemm: 8 problems of one
+// row each (gate [768, 2048], then down [2048, 768], int4 g128), against one problem of the same bytes
+// ([6144, 2048]) and the attention projections' shapes, each from enough copies to fill 256 MiB so that
+// the weights come from memory. GB/s of codes and scales: every figure
+// should match the single large problem's.
+TEST(CpuPerf, DISABLED_QuantMoeDecodeExperts) {
+  std::mt19937 g(5);
+  const int64_t picked = 8;
+  struct Shape {
+    const char* name;
+    int64_t out, in;
+  };
+  for (const Shape s : {Shape{"gate", 768, 2048}, Shape{"down", 2048, 768}, Shape{"one problem", 6144, 2048},
+                        Shape{"k_proj", 512, 2048}, Shape{"q_proj", 4096, 2048}}) {
+    const bool moe = s.name[0] == 'g' || s.name[0] == 'd';
+    // 256 MiB of copies: the L3's replacement keeps part of a working set only a few times its size.
+    const int64_t per_call = moe ? picked : 1, pool = (int64_t{256} << 20) / (s.out * s.in / 2);
+    std::vector<Weight> w;
+    for (int64_t e = 0; e < pool; ++e) w.push_back(int4_weight(g, s.out, s.in, 128));
+    Tensor x = rand_f32(g, {per_call, s.in}), y = Tensor::empty(DType::F32, {per_call, s.out});
+    const double bytes =
+        static_cast<double>(per_call) * static_cast<double>(w[0].values.nbytes() + w[0].quant->scales.nbytes());
+    std::vector<cpu::QuantGemmProblem> ps(static_cast<size_t>(per_call));
+    auto call = [&](int64_t i) {
+      for (int64_t p = 0; p < per_call; ++p) {
+        const Weight& we = w[static_cast<size_t>((i * per_call + p) % pool)];
+        ps[static_cast<size_t>(p)] = {x.data<float>() + p * s.in,  s.in, 1, &we.values, we.quant.get(), s.out,
+                                      y.data<float>() + p * s.out, s.out};
+      }
+      cpu::quant_gemm(ps.data(), ps.size(), MatmulPrecision::Quantized);
+    };
+    for (int round = 0; round < 3; ++round) {
+      const int reps = 200;
+      call(0);
+      const double t0 = seconds_now();
+      for (int i = 0; i < reps; ++i) call(i + 1);
+      const double sec = (seconds_now() - t0) / reps;
+      std::printf("moe decode %s: %lld x [%lld, %lld] int4 g128, 1 row each: %.1f us, %.1f GB/s\n", s.name,
+                  static_cast<long long>(per_call), static_cast<long long>(s.out), static_cast<long long>(s.in),
+                  sec * 1e6, bytes / sec / 1e9);
+    }
   }
 }
 

@@ -35,6 +35,14 @@ inline void for_row_blocks(int64_t rows, const F& f) {
   for (; r < rows; ++r) f(r, std::integral_constant<int, 1>{});
 }
 
+// The decode tiles prefetch the weight rows a few micro-tiles ahead of the ones they read, and only
+// within their own tile (the rows past its end are another tile's, most often read by the other core);
+// so a tile asks for its first rows up front with this (a tile of 64 rows used to wait on memory for a
+// quarter of its weights).
+inline void prefetch_lines(const void* p, int64_t bytes) {
+  for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(p) + b, 0, 2);
+}
+
 }  // namespace
 }  // namespace opchain::cpu
 
@@ -187,8 +195,8 @@ inline void int4_dots(const W& src, const typename W::Raw (&raw)[C], const uint1
 // groups at a time, lane by lane into the same accumulator, which is summed across its lanes at the end.
 template <int R, int C, class L, class W>
 inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) {
-  constexpr bool kPrefetch = R <= 2 && W::kBytesPerChunk > 0;
-  const uint8_t* pf = kPrefetch ? src.prefetch_base(c0 + kPfAhead * C) : nullptr;
+  const bool prefetch = R <= 2 && W::kBytesPerChunk > 0 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
+  const uint8_t* pf = prefetch ? src.prefetch_base(c0 + kPfAhead * C) : nullptr;
   const int64_t per_group = t.group_size / L::kChannels, chunks = t.k / L::kChannels;
   __m512 acc[R][C];
 #pragma GCC unroll 8
@@ -227,7 +235,7 @@ inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) 
       for (int r = 0; r < R; ++r) part[0][r][c] = part[1][r][c] = _mm512_setzero_ps();
     const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
-      if (kPrefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
+      if (prefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
         for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64)
           __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
       typename W::Raw raw[C];
@@ -256,6 +264,7 @@ template <class L>
 void int4_tile_as(const Int4Tile& t) {
   const FromCodes<L> codes{t.codes, t.code_ld, NibbleBf16{}};
   if (t.rows <= 2) {
+    prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 2)) * t.code_ld);
     int64_t c = 0;
     if (t.rows == 1) {
       for (; c + 4 <= t.cols; c += 4) int4_micro<1, 4, L>(t, codes, 0, c);
@@ -306,7 +315,7 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
   for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
-  constexpr bool kPrefetch = R <= 2;
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
   const int8_t* wp[C];
   const int8_t* xp[R];
@@ -316,7 +325,7 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
   for (int r = 0; r < R; ++r) xp[r] = t.x + (r0 + r) * t.ldx;
   const int64_t k = t.k;
   for (int64_t i = 0; i < k; i += 64) {
-    if (kPrefetch)
+    if (prefetch)
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
     // Past k the activation codes are zero (Int8Tile::x), so whatever the flipped padding adds is 0.
@@ -373,6 +382,7 @@ float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
 }
 
 void int8_tile(const Int8Tile& t) {
+  if (t.rows <= 2) prefetch_lines(t.w, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 8 : 4)) * t.ldw);
   if (t.rows == 1) {
     int64_t c = 0;
     for (; c + 8 <= t.cols; c += 8) int8_micro<1, 8>(t, 0, c);
@@ -452,7 +462,7 @@ template <int R, int C>
 inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) {
   const Tables& tb = tables();
   const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  constexpr bool kPrefetch = R <= 2;
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
   const int64_t per_group = t.group / kFp8Chunk, chunks = t.k / kFp8Chunk;
   __m512 acc[R][C];
@@ -468,7 +478,7 @@ inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) 
       for (int c = 0; c < C; ++c) part[0][r][c] = part[1][r][c] = _mm512_setzero_ps();
     const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
-      if (kPrefetch)
+      if (prefetch)
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) __builtin_prefetch(pf + chunk * kFp8Chunk * C + c * 64, 0, 2);
       __m512i xv[R][2];
@@ -514,6 +524,7 @@ void fp8_tile(const Fp8Tile& t) {
   for (int64_t r = 0; r < t.rows; ++r) pack_row(t.x + r * t.ldx, t.k, xb + r * t.k);
   int64_t c = 0;
   if (t.rows <= 2) {
+    prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 2)) * t.code_ld);
     if (t.rows == 1)
       for (; c + 4 <= t.cols; c += 4) micro<1, 4>(t, xb, 0, c);
     else
