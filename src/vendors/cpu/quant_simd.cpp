@@ -100,12 +100,44 @@ void int4_prepare_as(const float* x, int64_t k, uint16_t* o) {
       for (int64_t i = 0; i < 32; ++i) o[c + 32 * j + i] = f32_to_bf16(x[c + L::channel(j, i)]);
 }
 
+// The Wide layout with SIMD (a decode step prepares each expert's row for gate and up: the scalar loop
+// and its one chain of adds per group were 3% of the step). Per 32 channels: rounded to bf16 as
+// vcvtne2ps2bf16 does (RNE, as f32_to_bf16, denormals read as zero), channels j, j + 4, ... gathered
+// into 128-bit lane j (vpermw), then a 4 x 4 transpose of 128-bit lanes over the chunk's four quarters
+// makes vector j. The group sums: 16 lanes, each over every 16th channel in order, then reduce_ps.
+void int4_prepare_wide(const float* x, int64_t k, int64_t group, uint16_t* o, float* sums) {
+  alignas(64) uint16_t order[32];
+  for (int d = 0; d < 32; ++d) order[d] = static_cast<uint16_t>(4 * (d % 8) + d / 8);
+  const __m512i idx = _mm512_load_si512(order);
+  for (int64_t g0 = 0; g0 < k; g0 += group) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c = g0; c < g0 + group; c += Wide::kChannels) {
+      __m512i p[4];
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m512 lo = _mm512_loadu_ps(x + c + 32 * q), hi = _mm512_loadu_ps(x + c + 32 * q + 16);
+        const __m512i bf = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+        acc = _mm512_add_ps(
+            acc, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bf)), 16)));
+        acc = _mm512_add_ps(
+            acc, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bf, 1)), 16)));
+        p[q] = _mm512_permutexvar_epi16(idx, bf);
+      }
+      const __m512i t0 = _mm512_shuffle_i64x2(p[0], p[1], 0x44), t1 = _mm512_shuffle_i64x2(p[0], p[1], 0xEE);
+      const __m512i t2 = _mm512_shuffle_i64x2(p[2], p[3], 0x44), t3 = _mm512_shuffle_i64x2(p[2], p[3], 0xEE);
+      _mm512_storeu_si512(o + c, _mm512_shuffle_i64x2(t0, t2, 0x88));
+      _mm512_storeu_si512(o + c + 32, _mm512_shuffle_i64x2(t0, t2, 0xDD));
+      _mm512_storeu_si512(o + c + 64, _mm512_shuffle_i64x2(t1, t3, 0x88));
+      _mm512_storeu_si512(o + c + 96, _mm512_shuffle_i64x2(t1, t3, 0xDD));
+    }
+    sums[g0 / group] = reduce_ps(acc);
+  }
+}
+
 void int4_prepare(const float* x, int64_t k, int64_t group, void* out, float* sums) {
   uint16_t* o = static_cast<uint16_t*>(out);
-  if (wide_layout(k, group))
-    int4_prepare_as<Wide>(x, k, o);
-  else
-    int4_prepare_as<Narrow>(x, k, o);
+  if (wide_layout(k, group)) return int4_prepare_wide(x, k, group, o, sums);
+  int4_prepare_as<Narrow>(x, k, o);
   for (int64_t g0 = 0; g0 < k; g0 += group) {
     float s = 0.0f;
     for (int64_t i = g0; i < std::min(k, g0 + group); ++i) s += bf16_to_f32(f32_to_bf16(x[i]));
