@@ -592,17 +592,42 @@ inline int32_t reduce_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s1);
 }
 
-void int4_prepare(const float* x, int64_t k, int64_t, void* out, float*) {
+// Two chunk layouts, as avx512q has. Narrow (16 channels, 8 code bytes; k and the groups multiples of 16):
+// the bytes widened to int32 lanes, the codes less the zero converted to f32. Wide (64 channels, 32 code
+// bytes; k and the groups multiples of 64): the bytes read as they are and made into f32 16-bit halves
+// by bit operations and byte interleaves (NibbleF32 below). Narrow spent 4.5 vector operations per 8
+// weights besides the FMA and held decode to a third of the memory bandwidth; Wide spends 2. The
+// activations are laid out to match: vector j of a chunk holds the channels its weights hold.
+constexpr int64_t kWideChunk = 64;
+inline bool wide_layout(int64_t k, int64_t group) { return group % kWideChunk == 0 && k % kWideChunk == 0; }
+// Vector j = 4 S + 2 U + E of a Wide chunk, lane i = 4 l + d (l: the 128-bit half) holds nibble S of code
+// byte 16 l + 8 U + 2 d + E (NibbleF32's order of operations).
+inline int64_t wide_channel(int64_t j, int64_t i) {
+  return 2 * (16 * (i / 4) + 8 * ((j / 2) % 2) + 2 * (i % 4) + j % 2) + j / 4;
+}
+
+void int4_prepare(const float* x, int64_t k, int64_t group, void* out, float* sums) {
   float* o = static_cast<float*>(out);
-  for (int64_t c = 0; c < k; c += kChunk)
-    for (int64_t i = 0; i < kChunk / 2; ++i) {
-      o[c + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i]));
-      o[c + kChunk / 2 + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i + 1]));
-    }
+  if (wide_layout(k, group)) {
+    for (int64_t c = 0; c < k; c += kWideChunk)
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t i = 0; i < 8; ++i) o[c + 8 * j + i] = bf16_to_f32(f32_to_bf16(x[c + wide_channel(j, i)]));
+  } else {
+    for (int64_t c = 0; c < k; c += kChunk)
+      for (int64_t i = 0; i < kChunk / 2; ++i) {
+        o[c + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i]));
+        o[c + kChunk / 2 + i] = bf16_to_f32(f32_to_bf16(x[c + 2 * i + 1]));
+      }
+  }
+  for (int64_t g0 = 0; g0 < k; g0 += group) {
+    float s = 0.0f;
+    for (int64_t i = g0; i < std::min(k, g0 + group); ++i) s += bf16_to_f32(f32_to_bf16(x[i]));
+    sums[g0 / group] = s;
+  }
 }
 
 template <int R, int C>
-inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
+inline void int4_micro_narrow(const Int4Tile& t, int64_t r0, int64_t c0) {
   const __m256i low4 = _mm256_set1_epi32(0x0f);
   const int64_t per_group = t.group_size / kChunk;
   // Few-row tiles prefetch the weight rows kPfAhead micro-tiles on themselves, as the AVX-512 tile does
@@ -655,24 +680,173 @@ inline void int4_micro(const Int4Tile& t, int64_t r0, int64_t c0) {
     for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
 }
 
-void int4_tile(const Int4Tile& t) {
+void int4_tile_narrow(const Int4Tile& t) {
   if (t.rows <= 2) {
     int64_t c = 0;
     for (; c + 4 <= t.cols; c += 4) {
       if (t.rows == 1)
-        int4_micro<1, 4>(t, 0, c);
+        int4_micro_narrow<1, 4>(t, 0, c);
       else
-        int4_micro<2, 4>(t, 0, c);
+        int4_micro_narrow<2, 4>(t, 0, c);
     }
     for (; c < t.cols; ++c)
-      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int4_micro_narrow<decltype(n)::value, 1>(t, r, c); });
     return;
   }
   int64_t c = 0;
   for (; c + 2 <= t.cols; c += 2)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2>(t, r, c); });
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro_narrow<decltype(n)::value, 2>(t, r, c); });
   for (; c < t.cols; ++c)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1>(t, r, c); });
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro_narrow<decltype(n)::value, 1>(t, r, c); });
+}
+
+// Wide: each code byte's low (S = 0) or high (S = 1) nibble shifted and masked in place to bits 5..2,
+// vpunpck{l,h}bw (U = 0, 1) pairs these bytes with 0x42 into the bf16 32 + q (exponent 5, q in mantissa
+// bits 5..2), and each 32-bit lane's two bf16 become f32 by shifting the low one up (E =
+// 0) or clearing it (E = 1). Two vector operations per 8 weights: the shifts and interleaves run beside
+// the FMAs on Zen 4 where ands compete with them, and 16 + q would need an or as well (0x80 | q << 3,
+// -10% in L2). The products x (32 + q) of the bf16-rounded activations are exact; sum_k x (q - z) =
+// sum_k x (32 + q) - (32 + z) sum_k x.
+constexpr float kNibbleOffset = 32.0f;
+struct NibbleF32 {
+  __m256i mask, exp, high;
+  NibbleF32()
+      : mask(_mm256_set1_epi8(0x3c)),
+        exp(_mm256_set1_epi8(0x42)),
+        high(_mm256_set1_epi32(static_cast<int>(0xffff0000u))) {}
+  template <int S>
+  inline __m256i bytes(__m256i v) const {
+    return _mm256_and_si256(S == 0 ? _mm256_slli_epi32(v, 2) : _mm256_srli_epi32(v, 2), mask);
+  }
+  template <int U>
+  inline __m256i words(__m256i b) const {
+    return U == 0 ? _mm256_unpacklo_epi8(b, exp) : _mm256_unpackhi_epi8(b, exp);
+  }
+  template <int E>
+  inline __m256 vec(__m256i w) const {
+    return _mm256_castsi256_ps(E == 0 ? _mm256_slli_epi32(w, 16) : _mm256_and_si256(w, high));
+  }
+};
+
+// Vectors J and J + 1 (S = J / 4, U = J / 2 % 2) of every column's chunk times each row's matching
+// activation vectors, into the outputs' two partial sums (by E): two FMA chains per output, in every
+// tile shape (four chains measured no faster at one row and spilled at four rows).
+template <int J, int R, int C>
+inline void wide_dots(const NibbleF32& nb, const __m256i (&lanes)[C], const float* const (&x)[R], int64_t chunk,
+                      __m256 (&part)[2][R][C]) {
+  if constexpr (J < 8) {
+    constexpr int S = J / 4, U = (J / 2) % 2;
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m256i w = nb.words<U>(nb.bytes<S>(lanes[c]));
+      const __m256 lo = nb.vec<0>(w), hi = nb.vec<1>(w);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const float* xc = x[r] + chunk * kWideChunk;
+        part[0][r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(xc + 8 * J), lo, part[0][r][c]);
+        part[1][r][c] = _mm256_fmadd_ps(_mm256_loadu_ps(xc + 8 * (J + 1)), hi, part[1][r][c]);
+      }
+    }
+    wide_dots<J + 2, R, C>(nb, lanes, x, chunk, part);
+  }
+}
+
+// out[r, c] = sum_g scale[c, g] sum_{k in g} x (32 + q) - sum_g scale[c, g] (32 + zero[c, g]) x_sum[r, g]:
+// the zero terms 8 groups at a time, lane by lane, into the accumulator, then each group's dot scaled
+// into it; its lanes are summed at the end. The operations on an output are the same in every tile shape.
+template <int R, int C>
+inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
+  const NibbleF32 nb;
+  const int64_t per_group = t.group_size / kWideChunk, chunks = t.k / kWideChunk;
+  constexpr bool kPrefetch = R <= 2;
+  const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
+  __m256 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  const float* x[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) x[r] = static_cast<const float*>(t.x) + (r0 + r) * t.ldx;
+  const uint8_t* codes[C];
+  const float* sc[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    codes[c] = t.codes + (c0 + c) * t.code_ld;
+    sc[c] = t.scales + (c0 + c) * t.groups;
+  }
+  for (int64_t g0 = 0; g0 < t.groups; g0 += 8) {
+    const int n = static_cast<int>(std::min<int64_t>(8, t.groups - g0));
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 xs[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) xs[r] = _mm256_maskload_ps(t.x_sums + (r0 + r) * t.groups + g0, m);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m256 z = t.zeros ? _mm256_add_ps(_mm256_maskload_ps(t.zeros + (c0 + c) * t.groups + g0, m),
+                                               _mm256_set1_ps(kNibbleOffset))
+                               : _mm256_set1_ps(kNibbleOffset + 8.0f);
+      const __m256 sz = _mm256_mul_ps(_mm256_maskload_ps(sc[c] + g0, m), z);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fnmadd_ps(sz, xs[r], acc[r][c]);
+    }
+  }
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m256 part[2][R][C];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) part[0][r][c] = part[1][r][c] = _mm256_setzero_ps();
+    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+      if (kPrefetch && chunk % 2 == 0)  // 2 chunks: a line of each of the C rows, kPfAhead micro-tiles on
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) __builtin_prefetch(pf + chunk / 2 * C * 64 + c * 64, 0, 2);
+      __m256i lanes[C];
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        lanes[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes[c] + chunk * (kWideChunk / 2)));
+      wide_dots<0, R, C>(nb, lanes, x, chunk, part);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m256 sv = _mm256_set1_ps(sc[c][g]);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        acc[r][c] = _mm256_fmadd_ps(_mm256_add_ps(part[0][r][c], part[1][r][c]), sv, acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
+}
+
+// One row (decode): four weight rows stream at once past the row's activations. More rows: blocks of up to
+// four rows, each past one weight row at a time (4 x 1 outputs of two chains stay in registers; 2 x 2 ran
+// 5% slower at two rows), the block's activations staying in L1 while the codes stream. Every shape
+// unpacks from the codes with the same operations, so no panel is needed for batch invariance.
+void int4_tile_wide(const Int4Tile& t) {
+  if (t.rows == 1) {
+    int64_t c = 0;
+    for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
+    for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
+    return;
+  }
+  if (t.rows == 2) {  // as for_row_blocks would, but the call through it ran 20% slower here
+    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<2, 1>(t, 0, c);
+    return;
+  }
+  for_row_blocks<4>(t.rows, [&](int64_t r, auto n) {
+    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<decltype(n)::value, 1>(t, r, c);
+  });
+}
+
+void int4_tile(const Int4Tile& t) {
+  if (wide_layout(t.k, t.group_size))
+    int4_tile_wide(t);
+  else
+    int4_tile_narrow(t);
 }
 
 // |w| (u8) times sign(x, w) (s8): pairs of products sum to at most 2 * 128 * 127, so vpmaddubsw never

@@ -2,10 +2,13 @@
 // The SIMD tiles of the cpu vendor's quantised matmul (quant_gemm.cpp prepares the activations and hands
 // out the tiles), one implementation per ISA, chosen with the active ISA (cpu_kernels.h):
 //   int4 (Int4Group weights, bf16 activations): the codes are unpacked in registers, 2 x 32 nibbles (AVX-512)
-//     or 2 x 8 (AVX2) per step, and multiplied with the activations: on AVX512_BF16 a nibble q becomes the
+//     or 64 (AVX2) per step, and multiplied with the activations: on AVX512_BF16 a nibble q becomes the
 //     bf16 16 + q by two bit operations (exponent 4, q in the top mantissa bits), vdpbf16ps sums x (16 + q)
-//     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out; on AVX2 the
-//     zero is subtracted in integers and f32 FMAs run on the bf16-rounded values. Each group's partial dot
+//     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out. On AVX2,
+//     where k and the groups are multiples of 64, a nibble becomes the f32 32 + q by a shift and an and per
+//     32 codes, a byte interleave with the exponent per 16 and a shift or an and per 8, f32 FMAs sum x (32
+//     + q) exactly-multiplied and (32 + zero) times the group sum is taken back out; other shapes widen 16
+//     codes per step to int32, subtract the zero in integers and convert to f32. Each group's partial dot
 //     is scaled into an f32 accumulator; no weight is ever widened in memory.
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
 //     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI; on the
@@ -78,12 +81,13 @@ Fp8TileFn fp8_tile_kernel();
 inline constexpr int64_t kInt8PackRows = 16;
 
 struct QuantKernels {
-  // int4: in_features and group_size must be multiples of int4_chunk (else the generic path runs).
+  // int4: in_features and group_size must be multiples of int4_chunk (else the generic path runs); the
+  // tile may lay out larger multiples differently (int4_prepare and int4_tile agree on it).
   int64_t int4_chunk = 0;
   int64_t int4_x_bytes = 0;  // bytes per prepared activation element (2: bf16, 4: f32)
-  // One activation row as the int4 tile reads it: rounded to bf16 and, within each chunk, even channels
-  // first, then odd ones (the order of a byte's low and high nibbles); and each group's sum of the
-  // rounded values, in channel order (sums[k / group]).
+  // One activation row as the int4 tile reads it: rounded to bf16 and permuted within each chunk to the
+  // order the tile unpacks a chunk's nibbles in (which depends on k and group); and each group's sum of
+  // the rounded values, in channel order (sums[k / group]).
   void (*int4_prepare)(const float* x, int64_t k, int64_t group, void* out, float* sums) = nullptr;
   void (*int4_tile)(const Int4Tile&) = nullptr;
   // One activation row as quantize_row_int8 codes it (the same codes and scale), and the codes' sum.
