@@ -632,7 +632,7 @@ inline void int4_micro_narrow(const Int4Tile& t, int64_t r0, int64_t c0) {
   const int64_t per_group = t.group_size / kChunk;
   // Few-row tiles prefetch the weight rows kPfAhead micro-tiles on themselves, as the AVX-512 tile does
   // (the hardware prefetcher alone left decode at a third of the bandwidth there).
-  constexpr bool kPrefetch = R <= 2;
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
   __m256 acc[R][C];
 #pragma GCC unroll 8
@@ -651,7 +651,7 @@ inline void int4_micro_narrow(const Int4Tile& t, int64_t r0, int64_t c0) {
     }
     const int64_t last = std::min((g + 1) * per_group, t.k / kChunk);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
-      if (kPrefetch && chunk % 8 == 0)  // 8 chunks: a line of each of the C rows
+      if (prefetch && chunk % 8 == 0)  // 8 chunks: a line of each of the C rows
         for (int64_t b = 0; b < C * 64; b += 64) __builtin_prefetch(pf + chunk / 8 * C * 64 + b, 0, 2);
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
@@ -682,6 +682,7 @@ inline void int4_micro_narrow(const Int4Tile& t, int64_t r0, int64_t c0) {
 
 void int4_tile_narrow(const Int4Tile& t) {
   if (t.rows <= 2) {
+    prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * 4) * t.code_ld);
     int64_t c = 0;
     for (; c + 4 <= t.cols; c += 4) {
       if (t.rows == 1)
@@ -758,7 +759,7 @@ template <int R, int C>
 inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
   const NibbleF32 nb;
   const int64_t per_group = t.group_size / kWideChunk, chunks = t.k / kWideChunk;
-  constexpr bool kPrefetch = R <= 2;
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
   __m256 acc[R][C];
 #pragma GCC unroll 8
@@ -799,7 +800,7 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
       for (int c = 0; c < C; ++c) part[0][r][c] = part[1][r][c] = _mm256_setzero_ps();
     const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
-      if (kPrefetch && chunk % 2 == 0)  // 2 chunks: a line of each of the C rows, kPfAhead micro-tiles on
+      if (prefetch && chunk % 2 == 0)  // 2 chunks: a line of each of the C rows, kPfAhead micro-tiles on
 #pragma GCC unroll 8
         for (int c = 0; c < C; ++c) __builtin_prefetch(pf + chunk / 2 * C * 64 + c * 64, 0, 2);
       __m256i lanes[C];
@@ -827,6 +828,7 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
 // 5% slower at two rows), the block's activations staying in L1 while the codes stream. Every shape
 // unpacks from the codes with the same operations, so no panel is needed for batch invariance.
 void int4_tile_wide(const Int4Tile& t) {
+  if (t.rows <= 2) prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 1)) * t.code_ld);
   if (t.rows == 1) {
     int64_t c = 0;
     for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
@@ -860,10 +862,10 @@ inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_si256();
   alignas(32) int8_t tail[C][32];
-  constexpr bool kPrefetch = R <= 2;  // as the int4 tile: the rows kPfAhead micro-tiles on
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
   for (int64_t i = 0; i < t.k; i += 32) {
-    if (kPrefetch && i % 64 == 0)
+    if (prefetch && i % 64 == 0)
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
     __m256i aw[C], w[C];
@@ -937,6 +939,7 @@ float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
 }
 
 void int8_tile(const Int8Tile& t) {
+  if (t.rows <= 2) prefetch_lines(t.w, std::min<int64_t>(t.cols, kPfAhead * 4) * t.ldw);
   int64_t c = 0;
   for (; c + 4 <= t.cols; c += 4)
     for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
