@@ -307,25 +307,30 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
     log("prefill " + std::to_string(len) + ": " + fmt_stats(prefill_rows.back().second) + " tok/s");
   }
 
-  // Decode: every sequence first gets `depth` cached tokens (untimed prefills, several sequences a step
-  // to amortise the weight reads). The smaller batches reuse the first sequences of the largest one, and
-  // each repetition decodes the same positions depth .. depth+gen-1 again, overwriting its own KV rows.
+  // Decode: every sequence first gets `depth` cached tokens (untimed prefills of at most kFillChunk
+  // tokens a step, several sequences a step when they are short, to amortise the weight reads; one
+  // forward over the whole depth would hold every position's activations at once: 6.5 GB at 16k on the
+  // Qwen3-30B-A3B shape). The smaller batches reuse the first sequences of the largest one, and each
+  // repetition decodes the same positions depth .. depth+gen-1 again, overwriting its own KV rows.
   std::vector<std::vector<int32_t>> tables(static_cast<size_t>(max_batch));
   for (auto& t : tables)
     if (!cache.allocator().allocate(per_seq, t)) throw Error("bench: KV cache sized too small");
   if (o.depth > 0) {
     log("filling the KV cache: " + std::to_string(max_batch) + " sequences x " + std::to_string(o.depth) + " tokens");
-    const int64_t per_step = std::max<int64_t>(1, std::max<int64_t>(o.depth, 2048) / o.depth);
+    constexpr int64_t kFillChunk = 2048;
+    const int64_t chunk = std::min(o.depth, kFillChunk), per_step = std::max<int64_t>(1, kFillChunk / chunk);
     std::vector<std::vector<int32_t>> ids;
     for (int64_t s = 0; s < max_batch; ++s)
       ids.push_back(pseudo_random_ids(1000 + static_cast<uint64_t>(s), o.depth, c.vocab_size));
-    for (int64_t s0 = 0; s0 < max_batch; s0 += per_step) {
-      std::vector<SequenceStep> steps;
-      for (int64_t s = s0; s < std::min(max_batch, s0 + per_step); ++s)
-        steps.push_back(
-            {ids[static_cast<size_t>(s)], 0, tables[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
-      runner.forward(steps);
-    }
+    for (int64_t s0 = 0; s0 < max_batch; s0 += per_step)
+      for (int64_t p0 = 0; p0 < o.depth; p0 += chunk) {
+        std::vector<SequenceStep> steps;
+        for (int64_t s = s0; s < std::min(max_batch, s0 + per_step); ++s)
+          steps.push_back({std::span<const int32_t>(ids[static_cast<size_t>(s)])
+                               .subspan(static_cast<size_t>(p0), static_cast<size_t>(std::min(chunk, o.depth - p0))),
+                           p0, tables[static_cast<size_t>(s)], false, static_cast<int32_t>(s)});
+        runner.forward(steps);
+      }
   }
   // Each decode step feeds fresh pseudo-random tokens: distinct tokens route to distinct experts, as
   // real sampled continuations do.

@@ -56,6 +56,20 @@ TEST(BenchCommand, JsonReportOnGoldenModel) {
             j["decode"][0]["weight_bytes_per_step"].get<double>());
 }
 
+// A depth past one fill chunk (2048 tokens) fills each sequence's cache in steps that continue where the
+// last one ended, the final one partial; the decode after it runs at the full depth.
+TEST(BenchCommand, FillsADeepCacheInChunks) {
+  const auto r = run_opchain("bench --model " + test::model_dir("tiny-qwen3-moe") +
+                             " --threads 2 --prompt-lens 8 --gen 2 --batches 1,2 --depth 2500 --reps 1"
+                             " --bandwidth-mib 16 --graph --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j;
+  ASSERT_NO_THROW(j = json::parse(r.out)) << r.out;
+  EXPECT_EQ(j.at("depth"), 2500);
+  ASSERT_EQ(j.at("decode").size(), 2u);
+  for (const auto& d : j["decode"]) expect_stats(d.at("tok_s"), "decode tok/s at depth 2500");
+}
+
 // Without --graph or --eager both decode modes run; each reports its kernel and host time per step,
 // and graph replay leaves less host time than eager.
 TEST(BenchCommand, ComparesEagerAndGraphDecodeHostTime) {
