@@ -14,6 +14,8 @@
 #include "test_paths.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/simd.h"
+#include "vendors/cpu_paths.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -22,14 +24,7 @@ namespace {
 using test::max_abs_diff;
 using test::read_ids;
 
-// Restores the pool size and the SIMD path a test changed.
-struct RestoreCpu {
-  cpu::Isa isa = cpu::active_isa();
-  ~RestoreCpu() {
-    cpu::set_active_isa(isa);
-    ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  }
-};
+using RestoreCpu = CpuPathGuard;
 
 const Registry& reg() { return builtin_registry(); }
 
@@ -48,15 +43,6 @@ float max_rel_diff(const Tensor& a, const Tensor& b) {
 }
 
 constexpr MatmulPrecision kBf16 = MatmulPrecision::Bf16;
-
-// The SIMD paths to check: the bf16 dot kernel (avx512 with avx512_bf16) and the fallback that
-// rounds the activations and runs the f32 kernels (every other path).
-std::vector<cpu::Isa> isas() {
-  std::vector<cpu::Isa> out;
-  for (cpu::Isa i : cpu::kAllIsas)
-    if (cpu::isa_supported(i)) out.push_back(i);
-  return out;
-}
 
 TEST(CpuBf16Dot, PrecisionIsPartOfTheArgsNotAProcessSwitch) {
   std::mt19937 g(5);
@@ -80,11 +66,14 @@ TEST(CpuBf16Dot, PrecisionIsPartOfTheArgsNotAProcessSwitch) {
 TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
   RestoreCpu restore;
   std::mt19937 g(3);
-  for (cpu::Isa isa : isas()) {
-    SCOPED_TRACE(cpu::isa_name(isa));
-    ASSERT_TRUE(cpu::set_active_isa(isa));
-    // K: partial vector (257), exact multiple (512), long (2048); rows cross the 8-row register block.
-    for (int64_t in : {257, 512, 2048}) {
+  // The paths (cpu_paths.h): the bf16 dot kernel in each form (avx512 with avx512_bf16), the AMX tile,
+  // and the fallback that rounds the activations and runs the f32 kernels (every other path).
+  for (const CpuPath& path : cpu_paths()) {
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
+    // K: partial vector (257), exact multiple (512), long (2048: two of the FMA form's k chunks), two
+    // chunks the second of which ends in a partial vector (1300); rows cross the 8-row register block.
+    for (int64_t in : {257, 512, 2048, 1300}) {
       const int64_t rows = 37, out_f = 200;
       Tensor x = rand_f32(g, {rows, in});
       Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, DType::BF16, {out_f});
@@ -116,6 +105,38 @@ TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
   }
 }
 
+// Note [bf16 dot forms]: on Intel the FMA form computes exactly what vdpbf16ps does (the odd product,
+// then the even one, each rounded once), so the Avx512 tier's bits do not depend on the form there,
+// and the default takes the faster one. Inputs stay clear of subnormals, which vdpbf16ps flushes.
+TEST(CpuBf16Dot, FmaFormGivesVdpbf16psBitsOnIntel) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool intel = __builtin_cpu_is("intel");
+#else
+  const bool intel = false;
+#endif
+  if (!cpu::bf16_dot_supported() || !intel)
+    GTEST_SKIP() << "the claim is about Intel's vdpbf16ps: this CPU is not an Intel one with avx512_bf16";
+  if (std::getenv("OPCHAIN_CPU_BF16_DOT") == nullptr) {
+    EXPECT_EQ(cpu::bf16_dot_form(), cpu::Bf16DotForm::FmaPairs);
+  }
+  std::mt19937 g(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t k : {32, 257, 1300, 2048})
+    for (int64_t rows : {1, 2, 3, 4, 8, 37}) {
+      const int64_t cols = 100;
+      std::vector<float> x(static_cast<size_t>(rows * k)), a(static_cast<size_t>(rows * cols)), b(a.size());
+      std::vector<uint16_t> w(static_cast<size_t>(cols * k));
+      for (float& v : x) v = nd(g);
+      for (uint16_t& v : w) v = f32_to_bf16(0.05f * nd(g));
+      cpu::GemmTile t{x.data(), k, w.data(), k, a.data(), cols, rows, cols, k};
+      cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::Vdpbf16ps)(t);
+      t.out = b.data();
+      cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs)(t);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << rows << " rows, k " << k;
+    }
+}
+
 TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {
   RestoreCpu restore;
   std::mt19937 g(11);
@@ -133,9 +154,9 @@ TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {
     return out;
   };
   const Tensor ref = run("reference", 0, n, kBf16), ref32 = run("reference", 0, n, MatmulPrecision::F32);
-  for (cpu::Isa isa : isas()) {
-    SCOPED_TRACE(cpu::isa_name(isa));
-    ASSERT_TRUE(cpu::set_active_isa(isa));
+  for (const CpuPath& path : cpu_paths()) {
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
     const Tensor full = run(kCpuVendor, 0, n, kBf16);
     EXPECT_LE(max_rel_diff(full, ref), 1e-4f);
     EXPECT_GT(max_rel_diff(full, ref32), 1e-4f);

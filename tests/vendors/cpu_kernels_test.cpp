@@ -9,6 +9,7 @@
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/simd.h"
+#include "vendors/cpu_paths.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -29,13 +30,7 @@ std::vector<cpu::Isa> supported_isas() {
 }
 
 // Restores the global pool size and the SIMD path when a test changes them.
-struct EnvGuard {
-  cpu::Isa isa = cpu::active_isa();
-  ~EnvGuard() {
-    cpu::set_active_isa(isa);
-    ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  }
-};
+using EnvGuard = CpuPathGuard;
 
 TEST(CpuVendor, RegistersWhatReferenceRegisters) {
   for (const OpInfo& info : kOpTable) {
@@ -105,8 +100,8 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
                         OpType::GatedDeltaRule,
                         OpType::GatedRmsNorm,
                         OpType::SigmoidGateMul};
-  for (cpu::Isa isa : supported_isas()) {
-    ASSERT_TRUE(cpu::set_active_isa(isa));
+  for (const CpuPath& path : cpu_paths()) {
+    ASSERT_TRUE(select_path(path));
     for (OpType op : ops) {
       for (const KernelEntry* e : reg().entries_for(op)) {
         if (e->vendor != kCpuVendor) continue;
@@ -114,8 +109,7 @@ TEST(CpuVendor, EverySimdPathMatchesReference) {
         ASSERT_NE(ref, nullptr);
         for (const Case& c : cases_for(op))
           if (c.applies_to(e->dtype))
-            run_case(op, c, e->dtype, e->fn, ref->fn,
-                     e->kernel_name + " [isa " + cpu::isa_name(isa) + ", case " + c.name + "]");
+            run_case(op, c, e->dtype, e->fn, ref->fn, e->kernel_name + " [isa " + path.name + ", case " + c.name + "]");
       }
     }
   }
@@ -231,9 +225,9 @@ void check_linear_invariance(DType dt, MatmulPrecision p = MatmulPrecision::F32)
 
 TEST(CpuBatchInvariance, Linear) {
   EnvGuard guard;
-  for (cpu::Isa isa : supported_isas()) {
-    SCOPED_TRACE(cpu::isa_name(isa));
-    ASSERT_TRUE(cpu::set_active_isa(isa));
+  for (const CpuPath& path : cpu_paths()) {
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
     for (DType dt : {DType::F32, DType::BF16, DType::F16}) check_linear_invariance(dt);
     check_linear_invariance(DType::BF16, MatmulPrecision::Bf16);  // Note [bf16 dot]: vdpbf16ps, AMX tiles
   }
@@ -325,8 +319,8 @@ Tensor run_moe(const MoeProblem& p, int64_t r0, int64_t r1, DType dt, MatmulPrec
 
 TEST(CpuBatchInvariance, FusedMoe) {
   EnvGuard guard;
-  for (cpu::Isa isa : supported_isas()) {
-    ASSERT_TRUE(cpu::set_active_isa(isa));
+  for (const CpuPath& path : cpu_paths()) {
+    ASSERT_TRUE(select_path(path));
     for (auto [dt, prec] : {std::pair{DType::F32, MatmulPrecision::F32}, std::pair{DType::BF16, MatmulPrecision::F32},
                             std::pair{DType::BF16, MatmulPrecision::Bf16}}) {
       const MoeProblem p = make_moe(dt, kBatch);
@@ -334,8 +328,8 @@ TEST(CpuBatchInvariance, FusedMoe) {
       for (int64_t r : kProbeRows) {
         const Tensor one = run_moe(p, r, r + 1, dt, prec);
         EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
-            << "fused_moe " << dtype_name(dt) << " precision " << matmul_precision_name(prec) << " ["
-            << cpu::isa_name(isa) << "] row " << r;
+            << "fused_moe " << dtype_name(dt) << " precision " << matmul_precision_name(prec) << " [" << path.name
+            << "] row " << r;
       }
     }
   }

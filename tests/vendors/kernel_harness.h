@@ -380,11 +380,13 @@ inline std::vector<Case> linear_cases() {
           mk("3d_2x5x40_to_24", {2, 5, 40}, 24, true), mk("1tok_1000to96", {1, 1000}, 96, false),
           mk("5tok_129to130", {5, 129}, 130, true),
           // Note [Matmul precision]: bf16 activations (a no-op for f32 and f16 weights). Rows 1-4 take the
-          // few-row kernels, 9 and 37 the 8-row blocks; k 2048 is a real hidden size, 257 a partial vector.
+          // few-row kernels, 9 and 37 the 8-row blocks; k 2048 is a real hidden size, 257 a partial vector,
+          // 1300 two of the FMA form's k chunks (Note [bf16 dot forms]) ending in a partial vector.
           mk("bf16x_1tok_2048to40", {1, 2048}, 40, false, MatmulPrecision::Bf16),
           mk("bf16x_3tok_257to19_bias", {3, 257}, 19, true, MatmulPrecision::Bf16),
           mk("bf16x_4tok_512to13", {4, 512}, 13, false, MatmulPrecision::Bf16),
-          mk("bf16x_37x300_to_70", {37, 300}, 70, false, MatmulPrecision::Bf16)};
+          mk("bf16x_37x300_to_70", {37, 300}, 70, false, MatmulPrecision::Bf16),
+          mk("bf16x_9x1300_to_100_bias", {9, 1300}, 100, true, MatmulPrecision::Bf16)};
 }
 
 inline std::vector<Case> norm_cases(bool add) {

@@ -40,5 +40,21 @@ bool set_active_isa(Isa isa);
 // one is batch invariant and thread-count deterministic.
 bool bf16_dot_supported();
 
+// Note [bf16 dot forms]: the Avx512 tier's bf16 tile computes each 32-element step of a dot in one of
+// two forms, with the same lanes and the same tree after them:
+// - Vdpbf16ps: one vdpbf16ps. AMD Zen 4 issues it once per cycle, twice the rate of its f32 FMAs.
+// - FmaPairs: the odd and the even bf16 elements widened to f32 (a zero-masked load, a shift) and two
+//   FMAs, the odd product first: exactly what Intel's vdpbf16ps computes (measured bit for bit; the
+//   products are exact in f32), except that vdpbf16ps flushes subnormal inputs and results to zero.
+//   Intel cores (Sapphire Rapids, Emerald Rapids) issue vdpbf16ps only once per two cycles, half the
+//   rate of their two f32 FMA ports, so there the FMA form is the faster one.
+// The default is FmaPairs on Intel and Vdpbf16ps elsewhere; OPCHAIN_CPU_BF16_DOT=fma|vdpbf16ps overrides
+// it, and tests switch it with set_bf16_dot_form(). Each form is batch invariant and deterministic;
+// only the form, like the ISA, can change the rounding (on AMD the two may differ in the last bits).
+enum class Bf16DotForm : uint8_t { Vdpbf16ps, FmaPairs };
+const char* bf16_dot_form_name(Bf16DotForm form);
+Bf16DotForm bf16_dot_form();
+void set_bf16_dot_form(Bf16DotForm form);
+
 }  // namespace cpu
 }  // namespace opchain
