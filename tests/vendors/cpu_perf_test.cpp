@@ -136,7 +136,8 @@ TEST(CpuPerf, DISABLED_Linear) {
   time_linear(32, 2048, 768, 20);
   time_linear(8, 2048, 768, 40);
   time_linear(1, 2048, 4096, 40);
-  std::printf("bf16 precision%s:\n", cpu::bf16_dot_supported() ? " (vdpbf16ps)" : " (rounded, f32 kernels)");
+  std::printf("bf16 precision (%s):\n",
+              cpu::bf16_dot_supported() ? cpu::bf16_dot_form_name(cpu::bf16_dot_form()) : "rounded, f32 kernels");
   const MatmulPrecision b = MatmulPrecision::Bf16;
   time_linear(512, 2048, 768, 5, b);
   time_linear(32, 2048, 768, 20, b);
@@ -240,6 +241,20 @@ float vdpbf16ps_loop(int64_t iters) {
   for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
   return _mm512_reduce_add_ps(s);
 }
+// The f32 FMA rate beside it: the FMA form of the bf16 dot (Note [bf16 dot forms]) runs on these.
+float vfmadd_loop(int64_t iters) {
+  __m512 acc[12];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512 x = _mm512_set1_ps(1.0f), y = _mm512_set1_ps(0.0078125f);
+  for (int64_t i = 0; i < iters; ++i) {
+    asm("" : "+v"(x), "+v"(y));
+#pragma GCC unroll 12
+    for (__m512& a : acc) a = _mm512_fmadd_ps(x, y, a);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
 }  // namespace
 }  // namespace opchain::harness
 OPCHAIN_TARGET_END()
@@ -291,6 +306,11 @@ TEST(CpuPerf, DISABLED_Bf16DotPeak) {
     const float a = vdpbf16ps_loop(it);
     double s = cpu_seconds() - t0;
     std::printf("vdpbf16ps register loop: %.1f GFLOP/s per core (%g)\n", 12.0 * 64 * it / s * 1e-9, a);
+    t0 = cpu_seconds();
+    const float f = vfmadd_loop(it);
+    s = cpu_seconds() - t0;
+    std::printf("vfmadd231ps register loop: %.1f GFLOP/s per core (%g); bf16 dot form by default: %s\n",
+                12.0 * 32 * it / s * 1e-9, f, cpu::bf16_dot_form_name(cpu::bf16_dot_form()));
     if (!cpu::amx_supported()) continue;
     const int64_t tit = 1'000'000;
     t0 = cpu_seconds();
