@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <thread>
 
 #include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_common.h"
@@ -320,32 +321,51 @@ TEST(CpuPerf, DISABLED_Bf16DotPeak) {
                 4.0 * 16384 * tit / s * 1e-9, s * 1e9 / (4.0 * tit), b);
   }
 }
-// Batch-1 decode attention over a long bf16 paged cache (the Qwen3-30B-A3B layer shape: 32 query heads,
-// 4 kv heads, head dim 128), on all threads: wall-clock time per call, and the multiply-adds and cache
-// bytes it covers per second, by depth.
-TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
+// Decode attention over long bf16 paged caches: the Qwen3-30B-A3B layer shape (32 query heads, 4 kv heads,
+// head dim 128) and the Qwen3-4B one (32 / 8), one sequence and eight, on one thread and on the whole
+// pool. Per call: the wall-clock median, the process CPU time (what a busy neighbour changes least), and
+// the multiply-adds and cache bytes covered per wall-clock second.
+void time_decode_attention(int64_t hq, int64_t hk, int64_t batch, int64_t depth, int threads) {
   std::mt19937 g(3);
-  const int64_t hq = 32, hk = 4, d = 128, bs = 16;
-  for (int64_t depth : {1024, 4096, 8192, 16384}) {
-    AttnSetup s = make_attn(g, {{1, static_cast<int>(depth)}}, bs, 0, true);
-    Tensor q = rand_f32(g, {1, hq, d}, -2.0f, 2.0f), out = Tensor::empty(DType::F32, {1, hq, d});
-    Tensor kc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f);
-    Tensor vc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d});
-    const auto k = resolve_kernel<OpType::PagedDecodeAttention>(builtin_registry(), kCpuVendor, DType::F32);
-    const int reps = static_cast<int>(std::max<int64_t>(5, 40000 / depth));
-    std::vector<double> secs;
-    for (int i = 0; i <= reps; ++i) {
-      timespec a, b;
-      clock_gettime(CLOCK_MONOTONIC, &a);
-      k.fn(PagedDecodeAttentionArgs{q, kc, vc, out, 0.088f, s.meta.get()});
-      clock_gettime(CLOCK_MONOTONIC, &b);
-      if (i > 0) secs.push_back((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
-    }
-    std::sort(secs.begin(), secs.end());
-    const double t = secs[secs.size() / 2];
-    std::printf("paged decode attention bf16 cache, depth %lld: %.3f ms, %.1f GMAC/s, %.1f GB/s of cache\n",
-                static_cast<long long>(depth), t * 1e3, 2.0 * hq * depth * d / t * 1e-9,
-                2.0 * 2 * hk * depth * d / t * 1e-9);
+  const int64_t d = 128, bs = 16;
+  AttnSetup s =
+      make_attn(g, std::vector<SeqLens>(static_cast<size_t>(batch), {1, static_cast<int>(depth)}), bs, 0, true);
+  Tensor q = rand_f32(g, {batch, hq, d}, -2.0f, 2.0f), out = Tensor::empty(DType::F32, {batch, hq, d});
+  Tensor kc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f);
+  Tensor vc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d});
+  const auto k = resolve_kernel<OpType::PagedDecodeAttention>(builtin_registry(), kCpuVendor, DType::F32);
+  ThreadPool::set_global_threads(threads);
+  const int reps = static_cast<int>(std::max<int64_t>(5, 40000 / (depth * batch)));
+  std::vector<double> secs;
+  double cpu = 0;
+  for (int i = 0; i <= reps; ++i) {
+    timespec a, b;
+    const double c0 = cpu_seconds();
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    k.fn(PagedDecodeAttentionArgs{q, kc, vc, out, 0.088f, s.meta.get()});
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (i == 0) continue;
+    cpu += cpu_seconds() - c0;
+    secs.push_back((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
+  }
+  std::sort(secs.begin(), secs.end());
+  const double t = secs[secs.size() / 2];
+  std::printf(
+      "paged decode attention bf16 cache, hq %lld hk %lld batch %lld depth %5lld, %d thread(s): %7.3f ms "
+      "(cpu %7.3f ms), %5.1f GMAC/s, %5.1f GB/s of cache\n",
+      static_cast<long long>(hq), static_cast<long long>(hk), static_cast<long long>(batch),
+      static_cast<long long>(depth), threads, t * 1e3, cpu / reps * 1e3, 2.0 * batch * hq * depth * d / t * 1e-9,
+      2.0 * 2 * batch * hk * depth * d / t * 1e-9);
+}
+
+TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int threads : {1, cores}) {
+    for (int64_t depth : {1024, 4096, 8192, 16384}) time_decode_attention(32, 4, 1, depth, threads);
+    time_decode_attention(32, 4, 8, 8192, threads);
+    time_decode_attention(32, 8, 1, 8192, threads);
+    time_decode_attention(32, 8, 8, 4096, threads);
+    if (threads == cores) break;
   }
 }
 }  // namespace

@@ -554,8 +554,14 @@ inline std::vector<Case> paged_decode_attention_cases() {
   };
   std::vector<int> many;
   for (int i = 0; i < 37; ++i) many.push_back(1 + (i * 37) % 101);
-  return {mk("b1_kv1", {1}, 16, 0, 2, 2, 16), mk("b5_bs4_gqa2_pad2", {1, 4, 5, 17, 33}, 4, 2, 4, 2, 24),
-          mk("b37_bs16_gqa4", many, 16, 0, 8, 2, 32), mk("b3_long_bs8_gqa1_d72", {300, 129, 64}, 8, 0, 2, 2, 72)};
+  // The cpu vendor cuts the kv axis every 1024 positions and merges the pieces (Note [decode attention]):
+  // lengths one short of, at and past those boundaries.
+  return {mk("b1_kv1", {1}, 16, 0, 2, 2, 16),
+          mk("b5_bs4_gqa2_pad2", {1, 4, 5, 17, 33}, 4, 2, 4, 2, 24),
+          mk("b37_bs16_gqa4", many, 16, 0, 8, 2, 32),
+          mk("b3_long_bs8_gqa1_d72", {300, 129, 64}, 8, 0, 2, 2, 72),
+          mk("b4_segments_bs16_gqa8_d128", {2100, 1024, 1025, 2047}, 16, 0, 16, 2, 128),
+          mk("b2_segments_bs8_gqa6_d72", {40, 1100}, 8, 0, 12, 2, 72)};
 }
 
 inline std::vector<Case> gated_act_cases(bool swiglu) {

@@ -1,6 +1,7 @@
 #pragma once
-// The attention driver shared by prefill_attention, paged_prefill_attention and paged_decode_attention:
-// softmax(q . k * scale) @ v with an online (flash-style) softmax over kv positions.
+// The attention driver shared by prefill_attention and paged_prefill_attention: softmax(q . k * scale) @ v
+// with an online (flash-style) softmax over kv positions. (paged_decode_attention, one query per
+// sequence, has its own: Note [decode attention].)
 #include <cstdint>
 
 #include "core/dtype.h"

@@ -64,7 +64,24 @@ static inline void vtranspose(vec (&v)[kLanes]) {
     for (int j = 0; j < kLanes; ++j) t[i][j] = v[j][i];
   for (int i = 0; i < kLanes; ++i) v[i] = t[i];
 }
+// Decode attention's lane moves (decode_attention_impl.inc says what each is for).
+template <int B>
+static inline vec vbcast(const float* p) {
+  return vec{p[0], p[1 % B], p[2 % B], p[3 % B]};
+}
+static inline vec vpairsum(vec a, vec b) { return vec{a[0] + a[1], a[2] + a[3], b[0] + b[1], b[2] + b[3]}; }
+template <int W>
+static inline vec vswap(vec v) {
+  return W == 1 ? vec{v[1], v[0], v[3], v[2]} : vec{v[2], v[3], v[0], v[1]};
+}
+static inline void vload_bf16x2(const uint16_t* p, vec& even, vec& odd) {
+  const vecu e = vecu{p[0], p[2], p[4], p[6]} << 16, o = vecu{p[1], p[3], p[5], p[7]} << 16;
+  std::memcpy(&even, &e, sizeof even);
+  std::memcpy(&odd, &o, sizeof odd);
+}
 #include "vendors/cpu/simd_impl.inc"
+// (after simd_impl.inc, whose helpers it uses)
+#include "vendors/cpu/decode_attention_impl.inc"
 const SimdKernels kKernels = {Isa::Generic,
                               gemm_tile<DType::F32>,
                               gemm_tile<DType::BF16>,
@@ -84,7 +101,8 @@ const SimdKernels kKernels = {Isa::Generic,
                               widen_bf16,
                               widen_f8e4m3,
                               scale_max,
-                              exp_shifted_sum};
+                              exp_shifted_sum,
+                              decode_attention};
 }  // namespace opchain::cpu::generic
 
 #if OPCHAIN_CPU_X86
@@ -150,7 +168,31 @@ static inline float vreduce(vec v) {
   const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
   return _mm_cvtss_f32(s1);
 }
+template <int B>
+static inline vec vbcast(const float* p) {
+  if constexpr (B == 1) return _mm256_broadcast_ss(p);
+  if constexpr (B == 2) return _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double*>(p)));
+  if constexpr (B == 4) return _mm256_broadcast_ps(reinterpret_cast<const __m128*>(p));
+  if constexpr (B == 8) return vload(p);
+}
+// hadd pairs within 128-bit halves ([a01 a23 b01 b23 | a45 a67 b45 b67]); the 64-bit permute orders them.
+static inline vec vpairsum(vec a, vec b) {
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_hadd_ps(a, b)), 0xD8));
+}
+template <int W>
+static inline vec vswap(vec v) {
+  if constexpr (W == 1) return _mm256_permute_ps(v, 0xB1);
+  if constexpr (W == 2) return _mm256_permute_ps(v, 0x4E);
+  if constexpr (W == 4) return _mm256_permute2f128_ps(v, v, 0x01);
+}
+static inline void vload_bf16x2(const uint16_t* p, vec& even, vec& odd) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+}
 #include "vendors/cpu/simd_impl.inc"
+// (after simd_impl.inc, whose helpers it uses)
+#include "vendors/cpu/decode_attention_impl.inc"
 const SimdKernels kKernels = {Isa::Avx2,
                               gemm_tile<DType::F32>,
                               gemm_tile<DType::BF16>,
@@ -170,7 +212,8 @@ const SimdKernels kKernels = {Isa::Avx2,
                               widen_bf16,
                               widen_f8e4m3,
                               scale_max,
-                              exp_shifted_sum};
+                              exp_shifted_sum,
+                              decode_attention};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
 
@@ -255,7 +298,39 @@ static inline float vreduce(vec v) {
   const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
   return _mm_cvtss_f32(s1);
 }
+template <int B>
+static inline vec vbcast(const float* p) {
+  if constexpr (B == 1) return _mm512_set1_ps(*p);
+  if constexpr (B == 2) {
+    double pair;
+    std::memcpy(&pair, p, sizeof pair);
+    return _mm512_castpd_ps(_mm512_set1_pd(pair));
+  }
+  if constexpr (B == 4) return _mm512_broadcast_f32x4(_mm_loadu_ps(p));
+  if constexpr (B == 8)
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_loadu_pd(reinterpret_cast<const double*>(p))));
+  if constexpr (B == 16) return vload(p);
+}
+static inline vec vpairsum(vec a, vec b) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+}
+template <int W>
+static inline vec vswap(vec v) {
+  if constexpr (W == 1) return _mm512_permute_ps(v, 0xB1);
+  if constexpr (W == 2) return _mm512_permute_ps(v, 0x4E);
+  if constexpr (W == 4) return _mm512_shuffle_f32x4(v, v, 0xB1);
+  if constexpr (W == 8) return _mm512_shuffle_f32x4(v, v, 0x4E);
+}
+static inline void vload_bf16x2(const uint16_t* p, vec& even, vec& odd) {
+  const __m512i raw = _mm512_loadu_si512(p);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
 #include "vendors/cpu/simd_impl.inc"
+// (after simd_impl.inc, whose helpers it uses)
+#include "vendors/cpu/decode_attention_impl.inc"
 const SimdKernels kKernels = {Isa::Avx512,
                               gemm_tile<DType::F32>,
                               gemm_tile<DType::BF16>,
@@ -275,7 +350,8 @@ const SimdKernels kKernels = {Isa::Avx512,
                               widen_bf16,
                               widen_f8e4m3,
                               scale_max,
-                              exp_shifted_sum};
+                              exp_shifted_sum,
+                              decode_attention};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()
 

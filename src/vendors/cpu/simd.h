@@ -23,6 +23,26 @@ struct GemmTile {
   int64_t rows = 0, cols = 0, k = 0;
 };
 
+// One decode query per sequence against kv heads [h0, h1) of its paged cache over kv positions [p0, p1)
+// (p0 a multiple of kDecodeChunk): the span's online-softmax state, not yet normalised. Note [decode
+// attention] (paged_decode_attention.cpp).
+struct DecodeSpan {
+  const float* q = nullptr;  // query rows of kv head h0 onwards: [(h1 - h0) * g, d]
+  float scale = 1.0f;
+  int64_t g = 0, d = 0;  // query heads per kv head, head dim
+  int64_t h0 = 0, h1 = 0;
+  const void* k = nullptr;  // caches [blocks, block_size, hk, d] of kv_dtype (f32 or bf16)
+  const void* v = nullptr;
+  DType kv_dtype = DType::F32;
+  const int32_t* block_table = nullptr;   // the sequence's row
+  int64_t block_size = 0, row_elems = 0;  // row_elems = hk * d: elements from one position to the next
+  int64_t p0 = 0, p1 = 0;
+  float* m = nullptr;    // [(h1 - h0) * g]: the largest scaled score of each query head (-inf if none)
+  float* l = nullptr;    // [(h1 - h0) * g]: sum of exp(score - m)
+  float* acc = nullptr;  // [(h1 - h0) * g, d]: sum of exp(score - m) * value
+};
+inline constexpr int64_t kDecodeChunk = 64;  // kv positions per online-softmax step
+
 struct SimdKernels {
   Isa isa;
   void (*gemm_f32)(const GemmTile&);
@@ -63,6 +83,7 @@ struct SimdKernels {
   float (*scale_max)(float* s, float a, int64_t n);
   // exp_shifted, returning sum_j e[j] in a fixed order for a given n (lanes, then vreduce's tree).
   float (*exp_shifted_sum)(const float* s, float m, float* e, int64_t n);
+  void (*decode_attention)(const DecodeSpan& span);  // Note [decode attention]
 };
 
 using GemmTileFn = void (*)(const GemmTile&);
