@@ -14,6 +14,7 @@
 #include "test_paths.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
+#include "vendors/cpu/quant_simd.h"
 #include "vendors/cpu/simd.h"
 #include "vendors/cpu_paths.h"
 #include "vendors/kernel_harness.h"
@@ -135,6 +136,38 @@ TEST(CpuBf16Dot, FmaFormGivesVdpbf16psBitsOnIntel) {
       cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs)(t);
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << rows << " rows, k " << k;
     }
+}
+
+// The int4 tile (quant_simd.h) in its FMA form gives the bits of its vdpbf16ps form on Intel too: the
+// decode tiles (1-2 rows, unpacked from the codes) and the panel tiles (more rows), groups of 64 (the
+// narrow chunk) and 128 (the wide one), symmetric and asymmetric; one row alone and in a batch.
+TEST(CpuBf16Dot, Int4FmaFormGivesVdpbf16psBitsOnIntel) {
+  RestoreCpu restore;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool intel = __builtin_cpu_is("intel");
+#else
+  const bool intel = false;
+#endif
+  if (!cpu::bf16_dot_supported() || !intel || !cpu::set_active_isa(cpu::Isa::Avx512))
+    GTEST_SKIP() << "the claim is about Intel's vdpbf16ps: this CPU is not an Intel one with avx512_bf16";
+  cpu::set_int4_form_by_rows(false);  // the FMA form's few-row tiles too
+  std::mt19937 g(23);
+  for (int variant : {3, 4})
+    for (int64_t in : {256, 1344, 2048})
+      for (int64_t rows : {1, 2, 3, 5, 16, 37}) {
+        const Weight w = make_quant_weight(g, DType::U8, variant, 100, in);
+        const Tensor x = rand_f32(g, {rows, in}, -3.0f, 3.0f);
+        const auto k = kernel<OpType::Linear>(kCpuVendor, DType::U8);
+        Tensor a = Tensor::empty(DType::F32, {rows, 100}), b = Tensor::empty(DType::F32, {rows, 100});
+        cpu::set_bf16_dot_form(cpu::Bf16DotForm::Vdpbf16ps);
+        k.fn(LinearArgs{x, w.values, {}, a, MatmulPrecision::Quantized, w.quant.get()});
+        cpu::set_bf16_dot_form(cpu::Bf16DotForm::FmaPairs);
+        k.fn(LinearArgs{x, w.values, {}, b, MatmulPrecision::Quantized, w.quant.get()});
+        EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0)
+            << "variant " << variant << ", in " << in << ", " << rows << " rows";
+      }
+  cpu::set_int4_form_by_rows(true);
 }
 
 TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {

@@ -242,9 +242,9 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
   std::mt19937 g(11);
   const int64_t in = 256;
   Tensor x = rand_f32(g, {kBatch, in});
-  for (cpu::Isa isa : supported_isas()) {
-    SCOPED_TRACE(cpu::isa_name(isa));
-    ASSERT_TRUE(cpu::set_active_isa(isa));
+  for (const CpuPath& path : cpu_paths()) {  // the int4 tile computes in either bf16 dot form
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
     for (auto [dt, variant, out_f] :
          {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
           std::tuple{DType::U8, 4, 72}, std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200},

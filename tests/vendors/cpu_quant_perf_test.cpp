@@ -7,6 +7,7 @@
 #include <random>
 
 #include "vendors/cpu/amx.h"
+#include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/isa_target.h"
 #include "vendors/cpu/quant_gemm.h"
@@ -137,6 +138,62 @@ TEST(CpuPerf, DISABLED_QuantMoeDecodeExperts) {
                   sec * 1e6, bytes / sec / 1e9);
     }
   }
+}
+
+// The int4 tile in each bf16 dot form (Note [bf16 dot forms]) on one thread, taking turns per shape, best
+// of five rounds: `rows` activation rows x 64 weight rows (one quant_gemm tile) x k = 2048, int4 g128,
+// the panel's unpacking counted; 64 weight rows (64 KiB of codes) stay in L2, so this is the compute.
+TEST(CpuPerf, DISABLED_QuantInt4Forms) {
+  if (!cpu::bf16_dot_supported() || !cpu::set_active_isa(cpu::Isa::Avx512)) GTEST_SKIP() << "no AVX512_BF16";
+  const cpu::Bf16DotForm saved = cpu::bf16_dot_form();
+  cpu::set_int4_form_by_rows(false);  // each form at every row count
+  const cpu::QuantKernels* qk = cpu::quant_kernels();
+  ASSERT_NE(qk, nullptr);
+  std::mt19937 g(6);
+  const int64_t k = 2048, cols = 64, group = 128, groups = k / group;
+  const Weight w = int4_weight(g, cols, k, group);
+  for (int64_t rows : {1, 2, 3, 4, 8, 16, 24, 32, 48, 64}) {
+    const Tensor x = rand_f32(g, {rows, k});
+    std::vector<char> xp_buf;  // aligned as quant_gemm's prepared rows are
+    char* xp = cpu::scratch_aligned(xp_buf, static_cast<size_t>(rows * k * qk->int4_x_bytes));
+    std::vector<float> sums(static_cast<size_t>(rows * groups)), out(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r)
+      qk->int4_prepare(x.data<float>() + r * k, k, group, xp + r * k * qk->int4_x_bytes, sums.data() + r * groups);
+    cpu::Int4Tile t;
+    t.x = xp;
+    t.ldx = k;
+    t.codes = w.values.data<uint8_t>();
+    t.code_ld = k / 2;
+    t.scales = w.quant->scales.data<float>();
+    t.x_sums = sums.data();
+    t.groups = groups;
+    t.group_size = group;
+    t.k = k;
+    t.out = out.data();
+    t.ldo = cols;
+    t.rows = rows;
+    t.cols = cols;
+    const cpu::Bf16DotForm forms[] = {cpu::Bf16DotForm::Vdpbf16ps, cpu::Bf16DotForm::FmaPairs};
+    double best[2] = {1e30, 1e30};
+    const int reps = static_cast<int>(std::max<int64_t>(20, 2000 / rows));
+    for (int round = 0; round < 5; ++round)
+      for (int f = 0; f < 2; ++f) {
+        cpu::set_bf16_dot_form(forms[f]);
+        qk->int4_tile(t);
+        const double t0 = seconds_now();
+        for (int i = 0; i < reps; ++i) qk->int4_tile(t);
+        best[f] = std::min(best[f], (seconds_now() - t0) / reps);
+      }
+    const double macs = static_cast<double>(rows * cols * k);
+    std::printf(
+        "int4 tile %lld rows x %lld cols x k %lld g%lld: vdpbf16ps %.1f us (%.1f GMAC/s), fma %.1f us "
+        "(%.1f GMAC/s), fma/vdpbf16ps speed %.2f\n",
+        static_cast<long long>(rows), static_cast<long long>(cols), static_cast<long long>(k),
+        static_cast<long long>(group), best[0] * 1e6, macs / best[0] / 1e9, best[1] * 1e6, macs / best[1] / 1e9,
+        best[0] / best[1]);
+  }
+  cpu::set_bf16_dot_form(saved);
+  cpu::set_int4_form_by_rows(true);
 }
 
 // The int8 tile variants on one thread, taking turns per shape (the machine is shared, so each shape's

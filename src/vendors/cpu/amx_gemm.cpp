@@ -189,7 +189,7 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
   const int64_t act_groups = (t.rows + kGroup - 1) / kGroup, w_groups = (t.cols + kGroup - 1) / kGroup;
 
   thread_local std::vector<uint16_t> panel_buf;
-  uint16_t* panel = scratch(panel_buf, static_cast<size_t>(act_groups * chunks * kTile));
+  uint16_t* panel = scratch_aligned(panel_buf, static_cast<size_t>(act_groups * chunks * kTile));
   for (int64_t h = 0; h < act_groups; ++h)
     pack_activations(t.x + h * kGroup * t.ldx, t.ldx, std::min(kGroup, t.rows - h * kGroup), t.k, chunks,
                      panel + h * chunks * kTile);

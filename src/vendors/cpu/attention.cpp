@@ -36,12 +36,12 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   float* acc = score + rows * kKvChunk;  // [rows, d]
   const float** ptrs = scratch(ptr_buf, static_cast<size_t>(rows + 2 * kKvChunk));
   thread_local std::vector<float> kt_buf;  // the chunk's keys of one kv head, transposed: [d, kKvChunk]
-  float* kt = scratch(kt_buf, static_cast<size_t>(d * kKvChunk));
+  float* kt = scratch_aligned(kt_buf, static_cast<size_t>(d * kKvChunk));
   // A bf16 cache: the chunk's values of one kv head widened to f32, and the keys' bf16 rows.
   const bool bf16 = job.kv_dtype == DType::BF16;
   const int64_t esize = bf16 ? 2 : 4;
   thread_local std::vector<float> vwide_buf;
-  float* vwide = bf16 ? scratch(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
+  float* vwide = bf16 ? scratch_aligned(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
   const void* krows[kKvChunk];
   auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;

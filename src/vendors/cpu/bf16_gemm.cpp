@@ -20,74 +20,7 @@ OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")
 namespace opchain::cpu::avx512bf16 {
 constexpr int64_t kPair = 32;  // bf16 elements per vector
 
-// One 32-element step of the dot, acc += x . w over a pair of bf16 vectors, in each form. X is an
-// activation vector as the form consumes it, W a weight vector.
-template <Bf16DotForm F>
-struct Dot;
-
-// A packed activation step (pack_rows) is kRegs * 64 bytes: the step's vector as the dot consumes it.
-template <>
-struct Dot<Bf16DotForm::Vdpbf16ps> {
-  using X = __m512i;
-  using W = __m512i;
-  static constexpr int kRegs = 1;  // zmm registers an X or a W holds
-  static X load_x(const uint16_t* p) {
-    __m512i v = _mm512_loadu_si512(p);
-    asm("" : "+v"(v));  // one load per row and step, not a memory operand of each of its C dots
-    return v;
-  }
-  static X load_packed(const char* p) { return load_x(reinterpret_cast<const uint16_t*>(p)); }
-  static void pack(const uint16_t* in, char* out) { std::memcpy(out, in, 64); }
-  static W load_w(const uint16_t* p) { return _mm512_loadu_si512(p); }
-  static W load_w(const uint16_t* p, __mmask32 m) { return _mm512_maskz_loadu_epi16(m, p); }
-  static __m512 dot(__m512 acc, X x, W w) {
-    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(x), reinterpret_cast<__m512bh>(w));
-  }
-};
-
-// The odd elements of a bf16 pair vector are the high halves of its 32-bit lanes: as f32 they are the
-// lanes with the low half cleared (a zero-masked load); the even ones are the lanes shifted left by 16.
-template <>
-struct Dot<Bf16DotForm::FmaPairs> {
-  struct X {
-    __m512 odd, even;
-  };
-  using W = X;
-  static constexpr int kRegs = 2;
-  static constexpr __mmask32 kOdd = 0xAAAAAAAAu;
-  static X load_x(const uint16_t* p) {
-    __m512 odd = _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(kOdd, p));
-    __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16));
-    asm("" : "+v"(odd), "+v"(even));  // locals: an asm operand that is a struct member keeps the struct in memory
-    return {odd, even};
-  }
-  // Packed rows are widened once per tile, so the 8 x C block's loop spends its ALU slots on FMAs (a
-  // masked 16-bit load costs one as well on Intel).
-  static X load_packed(const char* p) {
-    __m512 odd = _mm512_loadu_ps(reinterpret_cast<const float*>(p));
-    __m512 even = _mm512_loadu_ps(reinterpret_cast<const float*>(p) + 16);
-    asm("" : "+v"(odd), "+v"(even));
-    return {odd, even};
-  }
-  static void pack(const uint16_t* in, char* out) {
-    const X x = load_x(in);
-    _mm512_storeu_ps(reinterpret_cast<float*>(out), x.odd);
-    _mm512_storeu_ps(reinterpret_cast<float*>(out) + 16, x.even);
-  }
-  static W load_w(const uint16_t* p) {
-    return {_mm512_castsi512_ps(_mm512_maskz_loadu_epi16(kOdd, p)),
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512(p), 16))};
-  }
-  static W load_w(const uint16_t* p, __mmask32 m) {
-    return {_mm512_castsi512_ps(_mm512_maskz_loadu_epi16(m & kOdd, p)),
-            _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_maskz_loadu_epi16(m, p), 16))};
-  }
-  // vdpbf16ps's order on Intel: the odd product, then the even one, each added with one rounding (the
-  // products of two bf16 values are exact in f32).
-  static __m512 dot(__m512 acc, X x, W w) {
-    return _mm512_fmadd_ps(x.even, w.even, _mm512_fmadd_ps(x.odd, w.odd, acc));
-  }
-};
+#include "vendors/cpu/bf16_dot_forms.inc"
 
 static inline float reduce(__m512 v) {
   const __m256 lo = _mm512_castps512_ps256(v);
@@ -386,11 +319,11 @@ static void gemm_tile(const GemmTile& t) {
   constexpr int64_t kRows = 32, kCols = 96;
   const int64_t kp = (t.k + kPair - 1) / kPair * kPair;
   thread_local std::vector<uint16_t> xbuf;
-  uint16_t* xb = scratch(xbuf, static_cast<size_t>(t.rows * kp));
+  uint16_t* xb = scratch_aligned(xbuf, static_cast<size_t>(t.rows * kp));
   for (int64_t r = 0; r < t.rows; ++r) to_bf16(t.x + r * t.ldx, t.k, kp, xb + r * kp);
   thread_local std::vector<char> packbuf;
   const bool packed = t.rows >= 5;
-  char* xpk = packed ? scratch(packbuf, static_cast<size_t>(t.rows * packed_row_bytes<F>(kp))) : nullptr;
+  char* xpk = packed ? scratch_aligned(packbuf, static_cast<size_t>(t.rows * packed_row_bytes<F>(kp))) : nullptr;
   if (packed) pack_rows<F>(xb, t.rows, kp, xpk);
   thread_local std::vector<float> keepbuf;
   const uint16_t* xr[kRows];
@@ -472,11 +405,7 @@ Bf16DotForm default_bf16_dot_form() {
     if (std::string_view(env) == "fma") return Bf16DotForm::FmaPairs;
     if (std::string_view(env) == "vdpbf16ps") return Bf16DotForm::Vdpbf16ps;
   }
-#if OPCHAIN_CPU_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_is("intel")) return Bf16DotForm::FmaPairs;
-#endif
-  return Bf16DotForm::Vdpbf16ps;
+  return bf16_dot_forms_agree() ? Bf16DotForm::FmaPairs : Bf16DotForm::Vdpbf16ps;
 }
 
 std::atomic<Bf16DotForm>& form_slot() {
@@ -485,6 +414,18 @@ std::atomic<Bf16DotForm>& form_slot() {
 }
 
 }  // namespace
+
+bool bf16_dot_forms_agree() {
+#if OPCHAIN_CPU_X86
+  static const bool intel = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") != 0;
+  }();
+  return intel;
+#else
+  return false;
+#endif
+}
 
 const char* bf16_dot_form_name(Bf16DotForm f) { return f == Bf16DotForm::FmaPairs ? "fma" : "vdpbf16ps"; }
 Bf16DotForm bf16_dot_form() { return form_slot().load(std::memory_order_relaxed); }

@@ -116,6 +116,17 @@ T* scratch(std::vector<T>& buf, size_t n) {
   return buf.data();
 }
 
+// The same, the pointer aligned to 64 bytes (a cache line): a SIMD kernel that streams a buffer of whole
+// vectors from L1 loads each from one line, not two (a vector's load split across lines takes two of the
+// core's load slots).
+template <class T>
+T* scratch_aligned(std::vector<T>& buf, size_t n) {
+  constexpr size_t kExtra = (64 + sizeof(T) - 1) / sizeof(T);
+  T* p = scratch(buf, n + kExtra);
+  const size_t miss = reinterpret_cast<uintptr_t>(p) % 64;
+  return miss == 0 ? p : reinterpret_cast<T*>(reinterpret_cast<char*>(p) + (64 - miss));
+}
+
 // f16 -> f32 without branches (vectorisable), exact for every input including subnormals, inf, NaN.
 inline float f16_to_f32_fast(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

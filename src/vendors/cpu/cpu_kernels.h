@@ -55,6 +55,9 @@ enum class Bf16DotForm : uint8_t { Vdpbf16ps, FmaPairs };
 const char* bf16_dot_form_name(Bf16DotForm form);
 Bf16DotForm bf16_dot_form();
 void set_bf16_dot_form(Bf16DotForm form);
+// Whether this CPU's vdpbf16ps computes exactly the FmaPairs form (Intel): there a kernel may take
+// either form per tile, by speed alone, without changing a bit.
+bool bf16_dot_forms_agree();
 
 }  // namespace cpu
 }  // namespace opchain

@@ -38,7 +38,7 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
       bf16_dot(t);
     } else {  // round the tile's rows, then the f32 kernel: each row's values do not depend on the tile
       thread_local std::vector<float> rounded;
-      float* xr = scratch(rounded, static_cast<size_t>(t.rows * t.k));
+      float* xr = scratch_aligned(rounded, static_cast<size_t>(t.rows * t.k));
       for (int64_t r = 0; r < t.rows; ++r)
         for (int64_t c = 0; c < t.k; ++c) xr[r * t.k + c] = round_to_bf16(t.x[r * t.ldx + c]);
       t.x = xr;

@@ -280,12 +280,12 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       scale_total += static_cast<size_t>(p.rows * a.groups);
     }
   }
-  float* vals = scratch(val_buf, std::max<size_t>(val_total, 1));
-  int8_t* codes = scratch(code_buf, std::max<size_t>(code_total, 1));
-  float* scales = scratch(scale_buf, std::max<size_t>(scale_total, 1));
-  int32_t* sums = scratch(sum_buf, std::max<size_t>(sum_total, 1));
-  char* x4 = scratch(x4_buf, std::max<size_t>(x4_total, 1));
-  int8_t* packed = scratch(pack_buf, std::max<size_t>(pack_total, 1));
+  float* vals = scratch_aligned(val_buf, std::max<size_t>(val_total, 1));
+  int8_t* codes = scratch_aligned(code_buf, std::max<size_t>(code_total, 1));
+  float* scales = scratch_aligned(scale_buf, std::max<size_t>(scale_total, 1));
+  int32_t* sums = scratch_aligned(sum_buf, std::max<size_t>(sum_total, 1));
+  char* x4 = scratch_aligned(x4_buf, std::max<size_t>(x4_total, 1));
+  int8_t* packed = scratch_aligned(pack_buf, std::max<size_t>(pack_total, 1));
   // Each problem's share of the buffers first, then its rows prepared in parallel (chunks of rows over
   // every problem: a prefill's one big problem and an MoE step's many small ones both spread).
   struct PrepChunk {

@@ -50,13 +50,12 @@ inline void prefetch_lines(const void* p, int64_t bytes) {
 OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 namespace opchain::cpu::avx512q {
 
+#include "vendors/cpu/bf16_dot_forms.inc"
+
 constexpr int64_t kChunk = 64;  // the int4 tile's smallest chunk (Narrow below): k and groups are multiples of it
 
-// acc += the dot products. (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12
-// keeps an array it cannot fully unroll early in memory, and the kernels then run at half speed.)
-inline void dpbf16(__m512& acc, __m512i a, __m512i b) {
-  acc = _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(a), reinterpret_cast<__m512bh>(b));
-}
+// (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12 keeps an array it cannot
+// fully unroll early in memory, and the kernels then run at half speed.)
 // vpdpbusd through asm: with the intrinsic GCC 12 keeps the int8 tile's accumulators on the stack.
 inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8)); }
 
@@ -75,6 +74,13 @@ inline float reduce_ps(__m512 v) {
   const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
   const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
   return _mm_cvtss_f32(s1);
+}
+
+// A weight vector into a panel, as Dot<F>::load_packed reads it back.
+inline void store_vec(char* p, __m512i v) { _mm512_storeu_si512(p, v); }
+inline void store_vec(char* p, Dot<Bf16DotForm::FmaPairs>::W v) {
+  _mm512_storeu_ps(reinterpret_cast<float*>(p), v.odd);
+  _mm512_storeu_ps(reinterpret_cast<float*>(p) + 16, v.even);
 }
 
 // Two chunk layouts. Narrow (64 channels, 32 code bytes): the bytes widened to 16-bit lanes, low nibbles
@@ -167,32 +173,52 @@ struct NibbleBf16 {
   }
 };
 
+// The same vector in the FMA form (Note [bf16 dot forms]): its odd and even values 16 + q as f32, made
+// straight from the lanes: nibble j of a 32-bit lane's high half (odd) or low half (even) moved to bits
+// 22..19 by one shift, under the f32 exponent of 16 by one ternary logic.
+struct NibblePairs {
+  __m512i mant, exp16;
+  NibblePairs() : mant(_mm512_set1_epi32(0x00780000)), exp16(_mm512_set1_epi32(0x41800000)) {}
+  template <int J>
+  inline Dot<Bf16DotForm::FmaPairs>::W vec(__m512i lanes) const {
+    const __m512i odd = J == 0 ? _mm512_slli_epi32(lanes, 3) : _mm512_srli_epi32(lanes, 4 * J - 3);
+    const __m512i even = _mm512_slli_epi32(lanes, 19 - 4 * J);
+    return {_mm512_castsi512_ps(_mm512_ternarylogic_epi32(odd, mant, exp16, 0xEA)),
+            _mm512_castsi512_ps(_mm512_ternarylogic_epi32(even, mant, exp16, 0xEA))};
+  }
+};
+
 // Where a micro-tile's weight chunks come from: unpacked from the codes as they are read (few rows), or
-// from a panel the tile unpacked once (many rows share it). Both give the same vectors, so a row's
-// result does not depend on which one its tile used.
-template <class L>
+// from a panel the tile unpacked once (many rows share it), in the form F's vectors (Dot<F>::W). Both
+// give the same vectors, so a row's result does not depend on which one its tile used.
+template <class L, Bf16DotForm F>
 struct FromCodes {
   const uint8_t* codes;
   int64_t ld;
-  NibbleBf16 nb;
+  std::conditional_t<F == Bf16DotForm::FmaPairs, NibblePairs, NibbleBf16> nb;
   using Raw = __m512i;
+  static constexpr Bf16DotForm kForm = F;
   inline Raw raw(int64_t c, int64_t chunk) const { return NibbleBf16::load<L>(codes + c * ld + chunk * L::kBytes); }
   template <int J>
-  inline __m512i vec(const Raw& lanes, int64_t, int64_t) const {
-    return nb.vec<J>(lanes);
+  inline typename Dot<F>::W vec(const Raw& lanes, int64_t, int64_t) const {
+    return nb.template vec<J>(lanes);
   }
   const uint8_t* prefetch_base(int64_t c) const { return codes + c * ld; }
   static constexpr int64_t kBytesPerChunk = L::kBytes;
 };
-template <class L>
+// The panel holds each chunk vector as Dot<F>::load_packed reads it: 64 bytes of bf16 (Vdpbf16ps) or
+// its odd then its even values as f32, 128 bytes (FmaPairs).
+template <class L, Bf16DotForm F>
 struct FromPanel {
-  const uint16_t* panel;  // [cols, k] bf16, chunks laid out as the activations
-  int64_t ld;
+  static constexpr int64_t kVecBytes = 64 * Dot<F>::kRegs;
+  const char* panel;  // [cols][chunks][L::kVecs] vectors of kVecBytes
+  int64_t ld;         // bytes per column
   struct Raw {};
+  static constexpr Bf16DotForm kForm = F;
   inline Raw raw(int64_t, int64_t) const { return {}; }
   template <int J>
-  inline __m512i vec(const Raw&, int64_t c, int64_t chunk) const {
-    return _mm512_loadu_si512(panel + c * ld + chunk * L::kChannels + 32 * J);
+  inline typename Dot<F>::W vec(const Raw&, int64_t c, int64_t chunk) const {
+    return Dot<F>::load_packed(panel + c * ld + (chunk * L::kVecs + J) * kVecBytes);
   }
   const uint8_t* prefetch_base(int64_t) const { return nullptr; }
   static constexpr int64_t kBytesPerChunk = 0;
@@ -209,14 +235,15 @@ template <int J, int R, int C, class L, class W>
 inline void int4_dots(const W& src, const typename W::Raw (&raw)[C], const uint16_t* const (&x)[R], int64_t c0,
                       int64_t chunk, __m512 (&part)[2][R][C]) {
   if constexpr (J < L::kVecs) {
-    __m512i xv[R];
+    using D = Dot<W::kForm>;
+    typename D::X xv[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) xv[r] = _mm512_loadu_si512(x[r] + chunk * L::kChannels + 32 * J);
+    for (int r = 0; r < R; ++r) xv[r] = D::load_x(x[r] + chunk * L::kChannels + 32 * J);
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
-      const __m512i w = src.template vec<J>(raw[c], c0 + c, chunk);
+      const typename D::W w = src.template vec<J>(raw[c], c0 + c, chunk);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) dpbf16(part[J % 2][r][c], xv[r], w);
+      for (int r = 0; r < R; ++r) part[J % 2][r][c] = D::dot(part[J % 2][r][c], xv[r], w);
     }
     int4_dots<J + 1, R, C, L>(src, raw, x, c0, chunk, part);
   }
@@ -290,11 +317,13 @@ inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) 
 }
 
 // Few rows (decode): four weight rows stream at once past the rows' activations, unpacked as they are
-// read. More rows: the tile's weights are unpacked once into a bf16 panel (in L2), then 4 x 2 micro-tiles
-// run over it.
-template <class L>
+// read. More rows: the tile's weights are unpacked once into a panel (in L2) of the form's vectors, then
+// micro-tiles run over it: 4 x 2 of vdpbf16ps; 2 x 4 in the FMA form, whose activation vectors take two
+// registers each (the 2 x 4 part sums, 4 x 2 x 3 accumulators in all, leave room for 2 rows' pairs).
+template <class L, Bf16DotForm F>
 void int4_tile_as(const Int4Tile& t) {
-  const FromCodes<L> codes{t.codes, t.code_ld, NibbleBf16{}};
+  using Codes = FromCodes<L, F>;
+  const Codes codes{t.codes, t.code_ld, {}};
   if (t.rows <= 2) {
     prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 2)) * t.code_ld);
     int64_t c = 0;
@@ -307,32 +336,47 @@ void int4_tile_as(const Int4Tile& t) {
     }
     return;
   }
-  thread_local std::vector<uint16_t> panel_buf;
-  uint16_t* panel = scratch(panel_buf, static_cast<size_t>(t.cols * t.k));
+  using Panel = FromPanel<L, F>;
+  const int64_t chunks = t.k / L::kChannels, col_bytes = chunks * L::kVecs * Panel::kVecBytes;
+  thread_local std::vector<char> panel_buf;
+  char* panel = scratch_aligned(panel_buf, static_cast<size_t>(t.cols * col_bytes));
   for (int64_t c = 0; c < t.cols; ++c)
-    for (int64_t chunk = 0; chunk < t.k / L::kChannels; ++chunk) {
-      uint16_t* dst = panel + c * t.k + chunk * L::kChannels;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      char* dst = panel + c * col_bytes + chunk * L::kVecs * Panel::kVecBytes;
       const __m512i lanes = codes.raw(c, chunk);
-      _mm512_storeu_si512(dst, codes.template vec<0>(lanes, c, chunk));
-      _mm512_storeu_si512(dst + 32, codes.template vec<1>(lanes, c, chunk));
+      store_vec(dst, codes.template vec<0>(lanes, c, chunk));
+      store_vec(dst + Panel::kVecBytes, codes.template vec<1>(lanes, c, chunk));
       if constexpr (L::kVecs == 4) {
-        _mm512_storeu_si512(dst + 64, codes.template vec<2>(lanes, c, chunk));
-        _mm512_storeu_si512(dst + 96, codes.template vec<3>(lanes, c, chunk));
+        store_vec(dst + 2 * Panel::kVecBytes, codes.template vec<2>(lanes, c, chunk));
+        store_vec(dst + 3 * Panel::kVecBytes, codes.template vec<3>(lanes, c, chunk));
       }
     }
-  const FromPanel<L> from{panel, t.k};
+  const Panel from{panel, col_bytes};
+  constexpr int kRowsPer = F == Bf16DotForm::FmaPairs ? 2 : 4, kColsPer = F == Bf16DotForm::FmaPairs ? 3 : 2;
   int64_t c = 0;
-  for (; c + 2 <= t.cols; c += 2)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 2, L>(t, from, r, c); });
+  for (; c + kColsPer <= t.cols; c += kColsPer)
+    for_row_blocks<kRowsPer>(t.rows,
+                             [&](int64_t r, auto n) { int4_micro<decltype(n)::value, kColsPer, L>(t, from, r, c); });
   for (; c < t.cols; ++c)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1, L>(t, from, r, c); });
+    for_row_blocks<kRowsPer>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1, L>(t, from, r, c); });
 }
 
+// Rows from which the FMA form's panel tile outruns vdpbf16ps on Intel (CpuPerf.DISABLED_QuantInt4Forms,
+// one Emerald Rapids core: 0.85x at 8 rows, 1.03x at 16, 1.17x at 64; its f32 panel costs twice the
+// bytes to build, and at 1-2 rows the vdpbf16ps decode tile is ahead by 7-12%).
+constexpr int64_t kFmaMinRows = 16;
+std::atomic<bool> g_form_by_rows{true};  // set_int4_form_by_rows
+
+// The form of Note [bf16 dot forms]; where both forms give the same bits (Intel), the faster one for
+// the tile's row count, else the chosen form for every tile (a row's bits must not depend on its batch).
 void int4_tile(const Int4Tile& t) {
-  if (wide_layout(t.k, t.group_size))
-    int4_tile_as<Wide>(t);
+  const bool by_rows = bf16_dot_forms_agree() && g_form_by_rows.load(std::memory_order_relaxed);
+  const bool fma = bf16_dot_form() == Bf16DotForm::FmaPairs && (t.rows >= kFmaMinRows || !by_rows);
+  const bool wide = wide_layout(t.k, t.group_size);
+  if (fma)
+    wide ? int4_tile_as<Wide, Bf16DotForm::FmaPairs>(t) : int4_tile_as<Narrow, Bf16DotForm::FmaPairs>(t);
   else
-    int4_tile_as<Narrow>(t);
+    wide ? int4_tile_as<Wide, Bf16DotForm::Vdpbf16ps>(t) : int4_tile_as<Narrow, Bf16DotForm::Vdpbf16ps>(t);
 }
 
 // The weight codes flipped to w + 128 (u8) times the activation codes (s8): sum_k x (w + 128) =
@@ -552,7 +596,7 @@ inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) 
 // registers of 4 x 2 would spill). Every output is the same operations whatever its tile.
 void fp8_tile(const Fp8Tile& t) {
   thread_local std::vector<uint16_t> xb_buf;
-  uint16_t* xb = scratch(xb_buf, static_cast<size_t>(t.rows * t.k));
+  uint16_t* xb = scratch_aligned(xb_buf, static_cast<size_t>(t.rows * t.k));
   for (int64_t r = 0; r < t.rows; ++r) pack_row(t.x + r * t.ldx, t.k, xb + r * t.k);
   int64_t c = 0;
   if (t.rows <= 2) {
@@ -1058,6 +1102,14 @@ Fp8TileFn fp8_tile_kernel() {
   if (has && (active_isa() == Isa::Avx512 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
 #endif
   return nullptr;
+}
+
+void set_int4_form_by_rows(bool on) {
+#if OPCHAIN_CPU_X86
+  avx512q::g_form_by_rows.store(on, std::memory_order_relaxed);
+#else
+  (void)on;
+#endif
 }
 
 const QuantKernels* quant_kernels() {

@@ -4,7 +4,9 @@
 //   int4 (Int4Group weights, bf16 activations): the codes are unpacked in registers, 2 x 32 nibbles (AVX-512)
 //     or 64 (AVX2) per step, and multiplied with the activations: on AVX512_BF16 a nibble q becomes the
 //     bf16 16 + q by two bit operations (exponent 4, q in the top mantissa bits), vdpbf16ps sums x (16 + q)
-//     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out. On AVX2,
+//     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out; in the FMA
+//     form of Note [bf16 dot forms] (the default on Intel) the odd and even values 16 + q are made as f32
+//     and two FMAs replace each vdpbf16ps, with Intel's vdpbf16ps bits. On AVX2,
 //     where k and the groups are multiples of 64, a nibble becomes the f32 32 + q by a shift and an and per
 //     32 codes, a byte interleave with the exponent per 16 and a shift or an and per 8, f32 FMAs sum x (32
 //     + q) exactly-multiplied and (32 + zero) times the group sum is taken back out; other shapes widen 16
@@ -102,6 +104,12 @@ struct QuantKernels {
 
 // The kernels of the active ISA, or null where only the generic path exists.
 const QuantKernels* quant_kernels();
+
+// Where the two bf16 dot forms agree (bf16_dot_forms_agree()), the Avx512 int4 tile takes vdpbf16ps for
+// tiles of few rows even in the FmaPairs form, for speed, without changing a bit. Tests: false makes
+// every int4 tile take bf16_dot_form() itself, so the FMA form's few-row tiles run where they can be
+// checked against vdpbf16ps bit for bit.
+void set_int4_form_by_rows(bool on);
 
 // The Avx2 tier's int8 tile is AVX-VNNI's vpdpbusd where the CPU has avx_vnni (unless
 // OPCHAIN_CPU_AVXVNNI=0 is in the environment), else vpmaddubsw. Tests and benchmarks: choose;
