@@ -318,8 +318,9 @@ inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) 
 
 // Few rows (decode): four weight rows stream at once past the rows' activations, unpacked as they are
 // read. More rows: the tile's weights are unpacked once into a panel (in L2) of the form's vectors, then
-// micro-tiles run over it: 4 x 2 of vdpbf16ps; 2 x 4 in the FMA form, whose activation vectors take two
-// registers each (the 2 x 4 part sums, 4 x 2 x 3 accumulators in all, leave room for 2 rows' pairs).
+// micro-tiles run over it: 4 x 2 of vdpbf16ps; 2 x 3 in the FMA form, whose activation and weight
+// vectors take two registers each (18 accumulators leave room for 2 rows' pairs and a weight pair; 2 x 4
+// measured no faster and spilled).
 template <class L, Bf16DotForm F>
 void int4_tile_as(const Int4Tile& t) {
   using Codes = FromCodes<L, F>;
