@@ -68,25 +68,44 @@ TEST(CpuPerf, DISABLED_Stream) {
   for (int64_t rows : {1, 2, 3, 8}) stream_matvec(rows, 30, MatmulPrecision::Bf16);
 }
 
+// Expert offsets (cumulative rows per expert) of `tokens` tokens each picking k of `experts` at random.
+std::vector<int32_t> random_expert_offsets(std::mt19937& g, int64_t tokens, int64_t experts, int64_t k) {
+  std::vector<int> count(static_cast<size_t>(experts), 0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<int> e(static_cast<size_t>(experts));
+    for (int64_t i = 0; i < experts; ++i) e[static_cast<size_t>(i)] = static_cast<int>(i);
+    std::shuffle(e.begin(), e.end(), g);
+    for (int64_t j = 0; j < k; ++j) ++count[static_cast<size_t>(e[static_cast<size_t>(j)])];
+  }
+  std::vector<int32_t> off{0};
+  for (int c : count) off.push_back(off.back() + c);
+  return off;
+}
+
+// Wall-clock seconds of `reps` calls of f(i), sorted.
+template <class F>
+std::vector<double> wall_seconds_sorted(int reps, const F& f) {
+  std::vector<double> secs;
+  for (int i = 0; i < reps; ++i) {
+    timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    f(i);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    secs.push_back((b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec));
+  }
+  std::sort(secs.begin(), secs.end());
+  return secs;
+}
+
 // A batched-decode MoE matmul: `tokens` tokens each pick 8 of 128 experts of 768 x 2048 bf16 (384 MiB,
 // far past the last-level cache), one grouped_matmul at bf16 precision on all threads. Wall-clock GB/s
 // of the expert weights it touches.
 void stream_grouped(int64_t tokens, int reps) {
   std::mt19937 g(4);
   const int64_t experts = 128, k = 8, in = 2048, out = 768;
-  std::vector<int> count(experts, 0);
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::vector<int> e(experts);
-    for (int i = 0; i < experts; ++i) e[i] = i;
-    std::shuffle(e.begin(), e.end(), g);
-    for (int j = 0; j < k; ++j) ++count[e[j]];
-  }
-  std::vector<int32_t> off{0};
+  const std::vector<int32_t> off = random_expert_offsets(g, tokens, experts, k);
   int64_t touched = 0;
-  for (int c : count) {
-    off.push_back(off.back() + c);
-    touched += c > 0;
-  }
+  for (int64_t e = 0; e < experts; ++e) touched += off[e + 1] > off[e];
   Tensor x = rand_f32(g, {tokens * k, in});
   auto w = std::make_shared<std::vector<Tensor>>();
   for (int64_t e = 0; e < experts; ++e) w->push_back(rand_tensor(g, DType::BF16, {out, in}, -0.05f, 0.05f));
@@ -125,6 +144,52 @@ TEST(CpuPerf, DISABLED_LmHead) {
     std::printf("lm_head 32 x 2048 x 151936 bf16: %.1f ms wall, %.1f GFLOP/s\n", s * 1e3,
                 2.0 * rows * in * out / s * 1e-9);
   }
+}
+
+// Prefill-sized matmuls on all threads at bf16 precision, wall clock, best and median of `reps`: the MoE
+// experts' grouped matmuls (512 tokens x 8 of 128 experts, gate/up and down shapes; `sets` copies of the
+// experts taken in turn, so the weights come from memory as in a model far past the last-level cache)
+// and the attention projections of a dense layer.
+void time_prefill_grouped(int64_t in, int64_t out, int sets, int reps) {
+  std::mt19937 g(5);
+  const int64_t experts = 128, k = 8, tokens = 512;
+  Tensor offsets = i32_tensor(random_expert_offsets(g, tokens, experts, k));
+  Tensor x = rand_f32(g, {tokens * k, in});
+  Tensor o = Tensor::empty(DType::F32, {tokens * k, out});
+  std::vector<std::vector<Tensor>> w(static_cast<size_t>(sets));
+  for (auto& set : w)
+    for (int64_t e = 0; e < experts; ++e) set.push_back(rand_tensor(g, DType::BF16, {out, in}, -0.05f, 0.05f));
+  const auto kern = resolve_kernel<OpType::GroupedMatmul>(builtin_registry(), kCpuVendor, DType::BF16);
+  const std::vector<double> secs = wall_seconds_sorted(reps, [&](int i) {
+    kern.fn(GroupedMatmulArgs{x, offsets, &w[static_cast<size_t>(i % sets)], o, 0, MatmulPrecision::Bf16});
+  });
+  const double flop = 2.0 * tokens * k * in * out;
+  std::printf("grouped prefill %lld -> %lld, 512 tokens x 8 of 128: best %.1f ms %.1f GFLOP/s, median %.1f GFLOP/s\n",
+              static_cast<long long>(in), static_cast<long long>(out), secs.front() * 1e3, flop / secs.front() * 1e-9,
+              flop / secs[secs.size() / 2] * 1e-9);
+}
+
+void time_prefill_linear(int64_t rows, int64_t in, int64_t out, int reps) {
+  std::mt19937 g(8);
+  Tensor x = rand_f32(g, {rows, in});
+  Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.1f, 0.1f);
+  Tensor o = Tensor::empty(DType::F32, {rows, out});
+  const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
+  const LinearArgs args{x, w, Tensor{}, o, MatmulPrecision::Bf16};
+  const std::vector<double> secs = wall_seconds_sorted(reps, [&](int) { k.fn(args); });
+  const double flop = 2.0 * rows * in * out;
+  std::printf("linear prefill %lld x %lld -> %lld: best %.1f ms %.1f GFLOP/s, median %.1f GFLOP/s\n",
+              static_cast<long long>(rows), static_cast<long long>(in), static_cast<long long>(out), secs.front() * 1e3,
+              flop / secs.front() * 1e-9, flop / secs[secs.size() / 2] * 1e-9);
+}
+
+TEST(CpuPerf, DISABLED_Prefill) {
+  std::printf("bf16 dot form: %s\n",
+              cpu::bf16_dot_supported() ? cpu::bf16_dot_form_name(cpu::bf16_dot_form()) : "none");
+  time_prefill_grouped(2048, 768, 3, 9);
+  time_prefill_grouped(768, 2048, 3, 9);
+  time_prefill_linear(512, 2048, 4096, 9);
+  time_prefill_linear(512, 4096, 2048, 9);
 }
 
 TEST(CpuPerf, DISABLED_GroupedDecode) {
