@@ -106,6 +106,37 @@ TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
   }
 }
 
+// Where a path has no bf16 dot instruction, gemm() rounds every problem's rows once per op, in parallel,
+// before any tile runs (gemm.cpp). A grouped matmul big enough for the pool's threads to share that
+// rounding, with empty experts between the others, against reference and bit for bit at any thread count.
+TEST(CpuBf16Dot, GroupedRowsRoundedOnceAcrossThreads) {
+  RestoreCpu restore;
+  for (const CpuPath& path : cpu_paths()) {
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
+    std::mt19937 g(23);
+    const int64_t in = 1024, out_f = 40;
+    const std::vector<int32_t> offsets{0, 300, 300, 301, 301, 620};
+    Tensor x = rand_f32(g, {620, in});
+    std::vector<Tensor> w;
+    for (int e = 0; e < 5; ++e) w.push_back(rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f));
+    Tensor ref = Tensor::empty(DType::F32, {620, out_f}), first = Tensor::empty(DType::F32, {620, out_f});
+    kernel<OpType::GroupedMatmul>("reference", DType::BF16)
+        .fn(GroupedMatmulArgs{x, i32_tensor(offsets), &w, ref, 0, kBf16});
+    const auto k = kernel<OpType::GroupedMatmul>(kCpuVendor, DType::BF16);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool::set_global_threads(threads);
+      Tensor got = Tensor::empty(DType::F32, {620, out_f});
+      k.fn(GroupedMatmulArgs{x, i32_tensor(offsets), &w, got, 0, kBf16});
+      EXPECT_LE(max_rel_diff(got, ref), 1e-4f) << threads << " threads";
+      if (threads == 1)
+        first = got;
+      else
+        EXPECT_EQ(std::memcmp(got.raw(), first.raw(), got.nbytes()), 0) << threads << " threads";
+    }
+  }
+}
+
 // Note [bf16 dot forms]: on Intel the FMA form computes exactly what vdpbf16ps does (the odd product,
 // then the even one, each rounded once), so the Avx512 tier's bits do not depend on the form there,
 // and the default takes the faster one. Inputs stay clear of subnormals, which vdpbf16ps flushes.

@@ -290,6 +290,30 @@ TEST(CpuPerf, DISABLED_StreamVsProbe) {
 // hides) and TDPBF16PS (16 x 16 x 32: 16384 flop; four C tiles from two A and two B tiles, as the
 // Amx tile's 2 x 2 block).
 #if OPCHAIN_CPU_X86
+// The Avx2 tier's peak: 12 independent ymm FMA chains, as the packed f32 kernels run on it (Zen 3 issues
+// two 256-bit FMAs per cycle).
+OPCHAIN_TARGET_BEGIN("avx2,fma")
+namespace opchain::harness {
+namespace {
+float vfmadd_ymm_loop(int64_t iters) {
+  __m256 acc[12];
+  for (__m256& a : acc) a = _mm256_setzero_ps();
+  __m256 x = _mm256_set1_ps(1.0f), y = _mm256_set1_ps(0.0078125f);
+  for (int64_t i = 0; i < iters; ++i) {
+    asm("" : "+x"(x), "+x"(y));
+#pragma GCC unroll 12
+    for (__m256& a : acc) a = _mm256_fmadd_ps(x, y, a);
+  }
+  __m256 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
+  alignas(32) float v[8];
+  _mm256_store_ps(v, s);
+  return v[0] + v[7];
+}
+}  // namespace
+}  // namespace opchain::harness
+OPCHAIN_TARGET_END()
+
 OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16")
 namespace opchain::harness {
 namespace {
@@ -384,6 +408,33 @@ TEST(CpuPerf, DISABLED_Bf16DotPeak) {
     s = cpu_seconds() - t0;
     std::printf("tdpbf16ps register loop: %.1f GFLOP/s per core, %.2f ns per TDPBF16PS (%g)\n",
                 4.0 * 16384 * tit / s * 1e-9, s * 1e9 / (4.0 * tit), b);
+  }
+}
+// The f32 FMA peak of the Avx2 tier (every x86 CPU we run on has it): per core on one thread, then on
+// every pool thread at once (wall clock), the ceiling the packed f32 kernels are measured against where
+// there is no bf16 dot instruction.
+TEST(CpuPerf, DISABLED_Avx2FmaPeak) {
+  if (!cpu::isa_supported(cpu::Isa::Avx2)) {
+    GTEST_SKIP() << "no avx2 + fma";
+  }
+  const int64_t it = 20'000'000;
+  const double flop = 12.0 * 16 * it;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = cpu_seconds();
+    const float a = vfmadd_ymm_loop(it);
+    const double s = cpu_seconds() - t0;
+    ThreadPool& pool = ThreadPool::global();
+    const int threads = pool.num_threads();
+    std::vector<float> sinks(static_cast<size_t>(threads));
+    timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    pool.parallel_for(threads, [&](int, int64_t t0_, int64_t t1_) {
+      for (int64_t t = t0_; t < t1_; ++t) sinks[static_cast<size_t>(t)] = vfmadd_ymm_loop(it);
+    });
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    const double ws = (w1.tv_sec - w0.tv_sec) + 1e-9 * (w1.tv_nsec - w0.tv_nsec);
+    std::printf("vfmadd231ps ymm register loop: %.1f GFLOP/s per core, %.1f GFLOP/s on %d threads (%g %g)\n",
+                flop / s * 1e-9, flop * threads / ws * 1e-9, threads, a, sinks[0]);
   }
 }
 // Decode attention over long bf16 paged caches: the Qwen3-30B-A3B layer shape (32 query heads, 4 kv heads,

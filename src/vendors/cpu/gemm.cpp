@@ -1,5 +1,7 @@
 #include "vendors/cpu/gemm.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ops/matmul_precision.h"
@@ -33,18 +35,8 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
   t.rows = it.r1 - it.r0;
   t.cols = it.c1 - it.c0;
   t.k = p.k;
-  if (p.bf16_activations && p.wdtype == DType::BF16) {  // Note [bf16 dot]
-    if (bf16_dot) {
-      bf16_dot(t);
-    } else {  // round the tile's rows, then the f32 kernel: each row's values do not depend on the tile
-      thread_local std::vector<float> rounded;
-      float* xr = scratch_aligned(rounded, static_cast<size_t>(t.rows * t.k));
-      for (int64_t r = 0; r < t.rows; ++r)
-        for (int64_t c = 0; c < t.k; ++c) xr[r * t.k + c] = round_to_bf16(t.x[r * t.ldx + c]);
-      t.x = xr;
-      t.ldx = t.k;
-      sk.gemm_bf16(t);
-    }
+  if (p.bf16_activations && p.wdtype == DType::BF16) {  // Note [bf16 dot]; gemm() rounded x where !bf16_dot
+    bf16_dot(t);
   } else
     switch (p.wdtype) {
       case DType::BF16:
@@ -65,11 +57,78 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
   }
 }
 
+// round_to_bf16 without a branch, so the row loop below vectorises: the same value for every input
+// (NaN becomes the quiet NaN f32_to_bf16 makes).
+inline float round_to_bf16_lanes(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  const uint32_t rounded = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t quiet_nan = (b | 0x00400000u) & 0xffff0000u;
+  b = (b & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+// Where the CPU has no bf16 dot instruction, bf16 activations (Note [Matmul precision]) go through the f32
+// kernels on rounded copies of x: rounded here once per op, in parallel, not once per tile (a wide
+// output has many column tiles per row tile, and each would round the same rows again). Returns the
+// problems to run: `problems` itself, or copies whose x points at the rounded rows.
+const GemmProblem* round_activations_once(const GemmProblem* problems, size_t count) {
+  // The calling thread's scratch; the workers reach it through these references (a thread_local named
+  // inside the lambda would be the worker's own, empty copy).
+  thread_local std::vector<GemmProblem> rounded_problems;
+  thread_local std::vector<float> rounded_x;
+  thread_local std::vector<int64_t> row_start_buf;  // first row of problem i in the rounded buffer
+  thread_local std::vector<float*> dst_buf;         // problem i's rounded rows, or null
+  std::vector<int64_t>& row_start = row_start_buf;
+  std::vector<float*>& dst = dst_buf;
+  size_t total = 0;
+  row_start.assign(count + 1, 0);
+  for (size_t i = 0; i < count; ++i) {
+    const GemmProblem& p = problems[i];
+    const bool rounds = p.bf16_activations && p.wdtype == DType::BF16 && p.rows > 0;
+    row_start[i + 1] = row_start[i] + (rounds ? p.rows : 0);
+    if (rounds) total += static_cast<size_t>(p.rows * p.k);
+  }
+  if (total == 0) return problems;
+  float* buf = scratch_aligned(rounded_x, total);
+  rounded_problems.assign(problems, problems + count);
+  dst.assign(count, nullptr);
+  size_t off = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (row_start[i + 1] == row_start[i]) continue;
+    GemmProblem& p = rounded_problems[i];
+    dst[i] = buf + off;
+    off += static_cast<size_t>(p.rows * p.k);
+  }
+  const int64_t rows = row_start[count];
+  parallel_rows(rows, problems[0].k, [&](int64_t r0, int64_t r1) {
+    size_t i = static_cast<size_t>(std::upper_bound(row_start.begin(), row_start.end(), r0) - row_start.begin()) - 1;
+    for (int64_t r = r0; r < r1; ++r) {
+      while (r >= row_start[i + 1]) ++i;
+      const GemmProblem& p = problems[i];
+      const int64_t local = r - row_start[i];
+      const float* src = p.x + local * p.ldx;
+      float* out = dst[i] + local * p.k;
+      for (int64_t c = 0; c < p.k; ++c) out[c] = round_to_bf16_lanes(src[c]);
+    }
+  });
+  for (size_t i = 0; i < count; ++i) {
+    if (!dst[i]) continue;
+    GemmProblem& p = rounded_problems[i];
+    p.x = dst[i];
+    p.ldx = p.k;
+    p.bf16_activations = false;  // rounded: the f32 kernels on bf16 weights from here
+  }
+  return rounded_problems.data();
+}
+
 }  // namespace
 
-void gemm(const GemmProblem* problems, size_t count) {
+void gemm(const GemmProblem* problems_in, size_t count) {
   const SimdKernels& sk = simd();
   const GemmTileFn bf16_dot = bf16_dot_gemm();  // Note [bf16 dot]
+  const GemmProblem* problems = bf16_dot ? problems_in : round_activations_once(problems_in, count);
   const int threads = ThreadPool::global().num_threads();
 
   // Column tile: the largest that still gives every thread several tiles to balance.
