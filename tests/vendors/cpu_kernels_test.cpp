@@ -265,9 +265,9 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
   }
 }
 
-// A K long enough for the packed GEMM's k blocking (2048 per block, a partial last vector), more weight
-// rows than one 48-row pass: rows in a 32-row tile (k-blocked, packed) == the same rows alone (matvec
-// kernel) bit for bit, and within the op's tolerance of reference.
+// A K long enough for the packed GEMM's k blocking (512 per block on Avx2, 2048 on Avx512; a partial last
+// vector), more weight rows than one 48-row pass: rows in a 32-row tile (k-blocked, packed) == the same
+// rows alone (matvec kernel) bit for bit, and within the op's tolerance of reference.
 TEST(CpuBatchInvariance, LinearLongK) {
   EnvGuard guard;
   std::mt19937 g(9);
