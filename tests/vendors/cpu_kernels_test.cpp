@@ -337,6 +337,37 @@ TEST(CpuBatchInvariance, FusedMoe) {
   }
 }
 
+// fused_moe at bf16 precision == its own step kernels chained at bf16 precision, bit for bit, on every
+// SIMD path: where the CPU has no bf16 dot instruction fused_moe rounds the token rows once before the
+// gather and runs gate and up at f32 (Note [fused_moe rounds once]), which must be what rounding inside
+// each grouped_matmul gives. The hidden rows are arbitrary f32 values, so a missed rounding shows.
+TEST(CpuFusedMoe, Bf16EqualsItsStepKernelsChained) {
+  EnvGuard guard;
+  const int64_t n = 37, k = 2;
+  const MoeProblem p = make_moe(DType::BF16, n);
+  const ExpertWeights& w = *p.experts;
+  const int64_t h = p.hidden.size(1), inter = w.intermediate(), experts = w.num_experts();
+  for (const CpuPath& path : cpu_paths()) {
+    ASSERT_TRUE(select_path(path));
+    const Tensor fused = run_moe(p, 0, n, DType::BF16, MatmulPrecision::Bf16);
+    MoeMetadata meta;
+    meta.num_tokens = n;
+    Tensor sorted = Tensor::empty(DType::F32, {n * k, h}), offsets = Tensor::empty(DType::I32, {experts + 1}),
+           where = Tensor::empty(DType::I32, {n * k});
+    cpu_kernel<OpType::MoeInitRouting>(DType::F32)
+        .fn(MoeInitRoutingArgs{p.hidden, p.ids, experts, &meta, sorted, offsets, where});
+    Tensor gate_up = Tensor::empty(DType::F32, {n * k, 2 * inter}), act = Tensor::empty(DType::F32, {n * k, inter}),
+           down = Tensor::empty(DType::F32, {n * k, h}), chained = Tensor::empty(DType::F32, {n, h});
+    const auto gmm = cpu_kernel<OpType::GroupedMatmul>(DType::BF16);
+    gmm.fn(GroupedMatmulArgs{sorted, offsets, &w.gate, gate_up, 0, MatmulPrecision::Bf16});
+    gmm.fn(GroupedMatmulArgs{sorted, offsets, &w.up, gate_up, inter, MatmulPrecision::Bf16});
+    cpu_kernel<OpType::Swiglu>(DType::F32).fn(SwigluArgs{gate_up, act});
+    gmm.fn(GroupedMatmulArgs{act, offsets, &w.down, down, 0, MatmulPrecision::Bf16});
+    cpu_kernel<OpType::MoeTokenUnpermute>(DType::F32).fn(MoeTokenUnpermuteArgs{down, where, p.weights, chained});
+    EXPECT_TRUE(bit_equal(fused, chained)) << path.name;
+  }
+}
+
 // Decode: sequence r alone (its own block table row) == sequence r among 37, on every SIMD path, f32
 // and bf16 caches, with lengths past the kv segments the cpu kernel merges (Note [decode attention]).
 TEST(CpuBatchInvariance, PagedDecodeAttention) {

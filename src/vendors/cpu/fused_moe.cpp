@@ -1,4 +1,6 @@
+#include "ops/matmul_precision.h"
 #include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/gemm.h"
 
 namespace opchain::cpu {
 
@@ -74,7 +76,7 @@ static void fused_moe(const FusedMoeArgs& a) {
   const ExpertWeights& w = *a.experts;
   const int64_t n = a.hidden.size(0), h = a.hidden.size(1), k = a.topk_ids.size(1);
   const int64_t experts = w.num_experts(), inter = w.intermediate(), pairs = n * k;
-  thread_local std::vector<float> sorted_buf, gate_up_buf, act_buf, down_buf;
+  thread_local std::vector<float> rounded_buf, sorted_buf, gate_up_buf, act_buf, down_buf;
   thread_local std::vector<int32_t> offsets_buf, where_buf;
   auto f32 = [](std::vector<float>& buf, int64_t rows, int64_t cols) {
     return Tensor::view(scratch(buf, static_cast<size_t>(std::max<int64_t>(rows * cols, 1))), DType::F32, {rows, cols});
@@ -85,7 +87,21 @@ static void fused_moe(const FusedMoeArgs& a) {
   const Tensor where =
       Tensor::view(scratch(where_buf, static_cast<size_t>(std::max<int64_t>(pairs, 1))), DType::I32, {pairs});
 
-  const MoeInitRoutingArgs route{a.hidden, a.topk_ids, experts, a.meta, x_sorted, offsets, where};
+  // Note [fused_moe rounds once]: where gemm() rounds bf16 activations itself (no bf16 dot
+  // instruction), gate and up would each round all n * k gathered rows, k copies of every token. The n
+  // token rows are rounded once here instead, before the gather; gate and up then run at f32 precision
+  // on rows that are already exact bf16 values: the same products and sums, so the same bits (their
+  // trace entries say precision=f32). Zen 3, 2 threads, 512-token prefills of the 4-layer 30B-A3B
+  // alternated in one process: +2.5% median, faster in 11 of 16 pairs.
+  const bool round_once = w.dtype() == DType::BF16 && rounds_activations_to_bf16(a.precision, DType::BF16) &&
+                          gemm_rounds_bf16_activations();
+  Tensor hidden = a.hidden;
+  if (round_once) {
+    hidden = f32(rounded_buf, n, h);
+    round_rows_to_bf16(a.hidden.data<float>(), h, n, h, hidden.data<float>());
+  }
+  const MatmulPrecision gate_up_precision = round_once ? MatmulPrecision::F32 : a.precision;
+  const MoeInitRoutingArgs route{hidden, a.topk_ids, experts, a.meta, x_sorted, offsets, where};
   launch(sk.route, route);                                  // traced from the op's field list, like every launch
   const int64_t routed = offsets.data<int32_t>()[experts];  // rows past this were not routed
 
@@ -95,9 +111,9 @@ static void fused_moe(const FusedMoeArgs& a) {
   const Tensor down = f32(down_buf, routed, h);
   const Kernel<OpType::GroupedMatmul>& gmm = sk.for_dtype(w.dtype());
   const auto* gate_q = w.quantized() ? &w.gate_q : nullptr;  // Note [Quantised weights]
-  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, a.precision, gate_q};
+  const GroupedMatmulArgs gate{xs, offsets, &w.gate, gate_up, 0, gate_up_precision, gate_q};
   launch(gmm, gate);
-  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, a.precision, w.quantized() ? &w.up_q : nullptr};
+  const GroupedMatmulArgs up{xs, offsets, &w.up, gate_up, inter, gate_up_precision, w.quantized() ? &w.up_q : nullptr};
   launch(gmm, up);
   const SwigluArgs swiglu_args{gate_up, act};
   launch(sk.act, swiglu_args);

@@ -125,6 +125,18 @@ const GemmProblem* round_activations_once(const GemmProblem* problems, size_t co
 
 }  // namespace
 
+bool gemm_rounds_bf16_activations() { return bf16_dot_gemm() == nullptr; }
+
+void round_rows_to_bf16(const float* x, int64_t ldx, int64_t rows, int64_t k, float* out) {
+  parallel_rows(rows, k, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* src = x + r * ldx;
+      float* dst = out + r * k;
+      for (int64_t c = 0; c < k; ++c) dst[c] = round_to_bf16_lanes(src[c]);
+    }
+  });
+}
+
 void gemm(const GemmProblem* problems_in, size_t count) {
   const SimdKernels& sk = simd();
   const GemmTileFn bf16_dot = bf16_dot_gemm();  // Note [bf16 dot]

@@ -27,4 +27,11 @@ struct GemmProblem {
 // fixed-order dot (Note [Fixed reduction order]), so the split never changes a result.
 void gemm(const GemmProblem* problems, size_t count);
 
+// Whether gemm() rounds bf16 activations itself (Note [Matmul precision]): where the CPU has no bf16 dot
+// instruction, it rounds copies of x and runs the f32 kernels on them.
+bool gemm_rounds_bf16_activations();
+
+// out[r, :] = x[r, :] rounded to bf16 (nearest even), kept as f32, for `rows` rows of k; in parallel.
+void round_rows_to_bf16(const float* x, int64_t ldx, int64_t rows, int64_t k, float* out);
+
 }  // namespace opchain::cpu
