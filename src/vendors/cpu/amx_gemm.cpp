@@ -136,10 +136,8 @@ inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* co
 
 // C(i, j) over all of k, in chunk order from 0 (Note [AMX tier]: the fixed sequence of every element),
 // stored to c + (i * NB + j) * 256 floats (C row = weight row, column = activation row).
-// pf: the next weight rows (contiguous), `pf_lines` of them prefetched per k step.
 template <int MA, int NB>
-void block(const WeightGroup* g, const uint16_t* const* b, int64_t full, bool tail, float* c, const char* pf,
-           int64_t pf_lines) {
+void block(const WeightGroup* g, const uint16_t* const* b, int64_t full, bool tail, float* c) {
   constexpr int kC = MA * NB;
   _tile_zero(0);
   if constexpr (kC > 1) _tile_zero(1);
@@ -150,9 +148,6 @@ void block(const WeightGroup* g, const uint16_t* const* b, int64_t full, bool ta
   const uint16_t* bs[NB];
   for (int i = 0; i < MA; ++i) as[i] = g[i].stride;
   for (int64_t s = 0; s < full; ++s) {
-    if (pf) {
-      for (int64_t l = 0; l < pf_lines; ++l) __builtin_prefetch(pf + (s * pf_lines + l) * 64, 0, 2);
-    }
     for (int i = 0; i < MA; ++i) a[i] = g[i].w + s * kChunk;
     for (int j = 0; j < NB; ++j) bs[j] = b[j] + s * kTile;
     step<MA, NB>(a, as, bs);
@@ -225,24 +220,26 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
                      std::min(kGroup, t.cols - q * kGroup));
   };
   if (act_groups == 1) {
-    // Decode and small batches: pairs of weight groups stream past one B tile, each pair prefetching
-    // the next pair's rows (contiguous) spread over its k steps. CpuPerf.Linear's 1 x 2048 x 4096 on
-    // one thread, taking turns: four groups at a time 0.77-0.82 ms, pairs without prefetch 0.68-0.79,
-    // pairs with it 0.67-0.72, prefetching each row's own next chunks 1.0 (16 prefetches per tile).
+    // Decode and small batches: pairs of weight groups stream past one B tile, the hardware
+    // prefetchers alone fetching the 32 rows (16 x 64-byte lines per tile load). Software prefetch of
+    // the next pair, spread over the k steps, paid on a Sapphire Rapids VM whose weights sat in its
+    // last-level cache (CpuPerf.Linear 1 x 2048 x 4096, one thread), but costs 8-10% where they stream
+    // from memory, which is what decode does: on a 480 MB-L3 Xeon (family 6 model 167), 2 threads, the
+    // 622 MB lm_head at 1 and 8 rows ran 7.7% and 9.8% faster without it (8 of 8 alternated pairs),
+    // the grouped expert matmul of 32 tokens 5.8% (7 of 8); a 1 GiB stand-alone stream reached the plain
+    // read rate (31.9 against 30.1 GB/s) without it and 29.6 with it. Note [AMX tier].
     b[0] = panel;
-    const int64_t pf_lines = 2 * kGroup * t.ldw * 2 / 64 / std::max<int64_t>(full, 1);
     int64_t q = 0;
     for (; q + 2 <= w_groups; q += 2) {
       const WeightGroup g[2] = {weight_group(q, 0), weight_group(q + 1, 1)};
       compiler_barrier();
-      const char* pf = q + 4 <= w_groups ? reinterpret_cast<const char*>(w + (q + 2) * kGroup * t.ldw) : nullptr;
-      block<2, 1>(g, b, full, rem != 0, cbuf, pf, pf_lines);
+      block<2, 1>(g, b, full, rem != 0, cbuf);
       for (int i = 0; i < 2; ++i) write_out(q + i, 0, cbuf + i * 256);
     }
     if (q < w_groups) {
       const WeightGroup g[1] = {weight_group(q, 0)};
       compiler_barrier();
-      block<1, 1>(g, b, full, rem != 0, cbuf, nullptr, 0);
+      block<1, 1>(g, b, full, rem != 0, cbuf);
       write_out(q, 0, cbuf);
     }
     return;
@@ -258,17 +255,17 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
       b[1] = b[0] + chunks * kTile;
       const bool two = h + 1 < act_groups;
       if (pair && two) {
-        block<2, 2>(g, b, full, rem != 0, cbuf, nullptr, 0);
+        block<2, 2>(g, b, full, rem != 0, cbuf);
         for (int i = 0; i < 2; ++i)
           for (int j = 0; j < 2; ++j) write_out(q + i, h + j, cbuf + (i * 2 + j) * 256);
       } else if (pair) {
-        block<2, 1>(g, b, full, rem != 0, cbuf, nullptr, 0);
+        block<2, 1>(g, b, full, rem != 0, cbuf);
         for (int i = 0; i < 2; ++i) write_out(q + i, h, cbuf + i * 256);
       } else if (two) {
-        block<1, 2>(g, b, full, rem != 0, cbuf, nullptr, 0);
+        block<1, 2>(g, b, full, rem != 0, cbuf);
         for (int j = 0; j < 2; ++j) write_out(q, h + j, cbuf + j * 256);
       } else {
-        block<1, 1>(g, b, full, rem != 0, cbuf, nullptr, 0);
+        block<1, 1>(g, b, full, rem != 0, cbuf);
         write_out(q, h, cbuf);
       }
     }
