@@ -40,9 +40,11 @@ void time_linear(int64_t rows, int64_t in, int64_t out, int reps, MatmulPrecisio
 
 // Decode-style matvec over weights far larger than the last-level cache, on all threads: wall-clock GB/s
 // of weights streamed (compare with `opchain bench`'s measured read bandwidth).
-void stream_matvec(int64_t rows, int reps, MatmulPrecision p = MatmulPrecision::F32) {
+// `out` 32768 is 128 MiB of bf16, which a large last-level cache holds (480 MB on the AMX VM); 524288
+// (2 GiB) comes from memory on any machine.
+void stream_matvec(int64_t rows, int reps, MatmulPrecision p = MatmulPrecision::F32, int64_t out = 32768) {
   std::mt19937 g(2);
-  const int64_t in = 2048, out = 32768;  // 128 MiB of bf16
+  const int64_t in = 2048;
   Tensor x = rand_f32(g, {rows, in});
   Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.1f, 0.1f);
   Tensor o = Tensor::empty(DType::F32, {rows, out});
@@ -58,14 +60,21 @@ void stream_matvec(int64_t rows, int reps, MatmulPrecision p = MatmulPrecision::
   }
   std::sort(secs.begin(), secs.end());
   const double bytes = 2.0 * in * out;
-  std::printf("stream %lld rows x 128 MiB bf16, %s precision: median %.1f GB/s, best %.1f GB/s\n",
-              static_cast<long long>(rows), std::string(matmul_precision_name(p)).c_str(),
-              bytes / secs[secs.size() / 2] * 1e-9, bytes / secs.front() * 1e-9);
+  std::printf("stream %lld rows x %lld MiB bf16, %s precision: median %.1f GB/s, best %.1f GB/s\n",
+              static_cast<long long>(rows), static_cast<long long>(in * out * 2 >> 20),
+              std::string(matmul_precision_name(p)).c_str(), bytes / secs[secs.size() / 2] * 1e-9,
+              bytes / secs.front() * 1e-9);
 }
 
 TEST(CpuPerf, DISABLED_Stream) {
   for (int64_t rows : {1, 2, 8}) stream_matvec(rows, 30);
   for (int64_t rows : {1, 2, 3, 8}) stream_matvec(rows, 30, MatmulPrecision::Bf16);
+}
+
+// The same past any last-level cache. On the AMX VM (480 MB L3) the Amx and Avx512 tiers stream 1-3 rows
+// at the same rate from memory but not from L3 (docs/performance/sapphire-rapids.md, third session).
+TEST(CpuPerf, DISABLED_StreamFromMemory) {
+  for (int64_t rows : {1, 3, 8}) stream_matvec(rows, 5, MatmulPrecision::Bf16, 524288);
 }
 
 // Expert offsets (cumulative rows per expert) of `tokens` tokens each picking k of `experts` at random.
@@ -380,6 +389,42 @@ float tdpbf16ps_loop(int64_t iters) {
   _tile_stored(0, out, 64);
   return out[0];
 }
+
+// The 2 x 2 block's inner step with its operands streamed from `bytes` of memory: four 1 KiB tile loads
+// (contiguous tiles, walked in order) and, if `products`, four TDPBF16PS, as amx_gemm.cpp's block<2, 2>
+// runs them. Returns seconds for `passes` passes over the buffer.
+double tile_stream_seconds(const uint16_t* buf, int64_t bytes, int64_t passes, bool products) {
+  cpu::AmxTileConfig cfg;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  cpu::amx_configure(cfg);
+  const int64_t steps = bytes / 4096;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const double t0 = cpu_seconds();
+  for (int64_t p = 0; p < passes; ++p)
+    for (int64_t i = 0; i < steps; ++i) {
+      const uint16_t* a = buf + i * 2048;
+      _tile_loadd(4, a, 64);
+      _tile_loadd(6, a + 1024, 64);
+      if (products) _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(7, a + 1536, 64);
+      if (products) _tile_dpbf16ps(1, 4, 7);
+      _tile_loadd(5, a + 512, 64);
+      if (products) {
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+    }
+  const double s = cpu_seconds() - t0;
+  alignas(64) static float out[256];
+  _tile_stored(0, out, 64);
+  return s + 0 * out[0];
+}
 }  // namespace
 }  // namespace opchain::harness
 OPCHAIN_TARGET_END()
@@ -408,6 +453,28 @@ TEST(CpuPerf, DISABLED_Bf16DotPeak) {
     s = cpu_seconds() - t0;
     std::printf("tdpbf16ps register loop: %.1f GFLOP/s per core, %.2f ns per TDPBF16PS (%g)\n",
                 4.0 * 16384 * tit / s * 1e-9, s * 1e9 / (4.0 * tit), b);
+  }
+}
+// What the AMX tile can reach where its operands come from: one TDPBF16PS per 1 KiB tile load (the 2 x 2
+// block's ratio) over buffers that sit in L1, in L2 and past it, one thread. The register-only peak
+// above is the ceiling; the prefill matmuls are a fraction of the in-L2 row at best
+// (docs/performance/sapphire-rapids.md, third session).
+TEST(CpuPerf, DISABLED_AmxTileLoads) {
+  if (!cpu::amx_supported()) {
+    GTEST_SKIP() << "no AMX";
+  }
+  std::vector<uint16_t> storage((size_t{64} << 20) + 64);
+  for (size_t i = 0; i < storage.size(); ++i) storage[i] = static_cast<uint16_t>(0x3c00 | (i & 0x7f));
+  const uint16_t* buf =
+      reinterpret_cast<const uint16_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t{63});
+  for (int64_t kib : {32, 256, 1024, 8192, 65536}) {
+    const int64_t bytes = kib * 1024, passes = std::max<int64_t>(1, (int64_t{2} << 30) / bytes);
+    tile_stream_seconds(buf, bytes, 1, true);  // warm the caches that can hold it
+    const double loads = tile_stream_seconds(buf, bytes, passes, false);
+    const double with = tile_stream_seconds(buf, bytes, passes, true);
+    const double moved = static_cast<double>(bytes / 4096 * 4096) * passes;
+    std::printf("%6lld KiB: tile loads %.1f GB/s; with one TDPBF16PS per load %.0f GFLOP/s\n",
+                static_cast<long long>(kib), moved / loads * 1e-9, moved / 1024 * 16384 / with * 1e-9);
   }
 }
 // The f32 FMA peak of the Avx2 tier (every x86 CPU we run on has it): per core on one thread, then on
