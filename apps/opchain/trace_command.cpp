@@ -21,6 +21,11 @@ Runner add_trace_command(CLI::App& app) {
   add_precision_flag(cmd, o->trace.precision);
   cmd->add_option("--chrome-trace", o->trace.chrome_trace, "write Chrome trace JSON here");
   add_decode_steps_flag(cmd, o->trace.decode_steps);
+  cmd->add_option("--batch", o->trace.batch,
+                  "run the prompt as N sequences, prefilled in one step and decoded together (the per-op account "
+                  "of a batched decode step)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--warmup", o->trace.warmup,
                   "run the prefill N times untraced first, so the traced run finds the weights paged in and "
                   "the scratch grown (per-op times of a warm run, as bench measures)")

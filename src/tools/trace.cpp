@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <string>
 
 #include "backends/communicator.h"
 #include "core/error.h"
@@ -18,8 +20,9 @@ namespace opchain::tools {
 namespace {
 
 // Where the time went: top-level time per registry key (nested calls are part of their parent's), then
-// nested keys by their own time, each with its share of the traced wall time.
-void print_op_summary(const std::vector<TraceEvent>& events, std::ostream& out) {
+// nested keys by their own time, each with its share of the traced wall time; times are divided by
+// `per` (the decode summary reports one step's).
+void print_op_summary(std::span<const TraceEvent> events, const std::string& title, int per, std::ostream& out) {
   struct Row {
     double us = 0;
     int calls = 0;
@@ -36,29 +39,42 @@ void print_op_summary(const std::vector<TraceEvent>& events, std::ostream& out) 
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
     return a.first.first != b.first.first ? a.first.first < b.first.first : a.second.us > b.second.us;
   });
-  out << "\nper-op time (top level: " << std::fixed << std::setprecision(1) << top_us / 1e3 << " ms in kernels)\n";
+  out << "\n"
+      << title << " (top level: " << std::fixed << std::setprecision(1) << top_us / 1e3 / per << " ms in kernels)\n";
   for (const auto& [key, r] : sorted) {
     out << (key.first == 0 ? "  " : "    nested ") << std::left << std::setw(26) << key.second << std::right
-        << std::setw(10) << std::setprecision(2) << r.us / 1e3 << " ms " << std::setw(6) << std::setprecision(1)
-        << 100.0 * r.us / std::max(top_us, 1e-9) << "%  " << r.calls << " calls\n";
+        << std::setw(10) << std::setprecision(2) << r.us / 1e3 / per << " ms " << std::setw(6) << std::setprecision(1)
+        << 100.0 * r.us / std::max(top_us, 1e-9) << "%  " << r.calls / per << " calls\n";
   }
 }
 
 }  // namespace
 
 void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
-  std::vector<int32_t> ids = o.prompt;
+  // A profiling run, not a server: a bound keeps a mistyped batch from sizing a KV cache past memory.
+  constexpr int kMaxTraceBatch = 1024;
+  if (o.batch < 1 || o.batch > kMaxTraceBatch)
+    throw InvalidArgumentError("trace: --batch must be between 1 and " + std::to_string(kMaxTraceBatch) + ", got " +
+                               std::to_string(o.batch));
+  const size_t batch = static_cast<size_t>(o.batch);
   LoadedModel m = load_model(o.model, o.vendor, {}, o.precision);
-  const int64_t total = static_cast<int64_t>(ids.size()) + o.decode_steps;
-  KvCache cache(m.model->cache_config(), 1 + (total + 15) / 16, 16, 1, kv_cache_dtype(m.device.matmul_precision));
-  std::vector<int32_t> blocks;
-  cache.allocator().allocate(cache.blocks_for(total), blocks);
-  const int32_t slot = cache.state_slots().allocate();
-  ModelRunner runner(*m.model, m.device, cache);
-  for (int w = 0; w < o.warmup; ++w) {  // same positions and blocks: each run rewrites the same KV
-    SequenceStep warm{ids, 0, blocks, false, slot};
-    runner.forward({&warm, 1});
+  const int64_t total = static_cast<int64_t>(o.prompt.size()) + o.decode_steps;
+  const int64_t per_seq = (total + 15) / 16;
+  KvCache cache(m.model->cache_config(), 1 + per_seq * o.batch, 16, o.batch, kv_cache_dtype(m.device.matmul_precision));
+  // Every sequence its own ids (they diverge once decoding picks per row), blocks and state slot.
+  std::vector<std::vector<int32_t>> ids(batch, o.prompt), blocks(batch);
+  std::vector<int32_t> slots(batch);
+  for (size_t b = 0; b < batch; ++b) {
+    cache.allocator().allocate(cache.blocks_for(total), blocks[b]);
+    slots[b] = cache.state_slots().allocate();
   }
+  ModelRunner runner(*m.model, m.device, cache);
+  std::vector<SequenceStep> steps(batch);
+  auto prefill = [&] {
+    for (size_t b = 0; b < batch; ++b) steps[b] = SequenceStep{ids[b], 0, blocks[b], false, slots[b]};
+    return runner.forward(steps);
+  };
+  for (int w = 0; w < o.warmup; ++w) prefill();  // same positions and blocks: each run rewrites the same KV
   // Under mpirun every rank traces its own calls; the workers' reach the Chrome trace as lanes of
   // their own (Note [Driver and workers]).
   WorkerChannel* workers = worker_channel(m.device);
@@ -68,17 +84,19 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
   struct Reset {
     ~Reset() { Tracer::set_active(nullptr); }
   } reset;
-  SequenceStep step{ids, 0, blocks, false, slot};
-  Tensor logits = runner.forward({&step, 1});
+  Tensor logits = prefill();
+  const size_t prefill_events = tracer.events().size();
   for (int s = 0; s < o.decode_steps; ++s) {
-    const float* row = logits.data<float>();
-    int32_t best = 0;
-    for (int64_t v = 1; v < logits.size(1); ++v)
-      if (row[v] > row[best]) best = static_cast<int32_t>(v);
-    const int64_t past = static_cast<int64_t>(ids.size());
-    ids.push_back(best);
-    SequenceStep d{std::span<const int32_t>(&ids.back(), 1), past, blocks, false, slot};
-    logits = runner.forward({&d, 1});
+    for (size_t b = 0; b < batch; ++b) {  // row b of the logits is sequence b's last token
+      const float* row = logits.data<float>() + static_cast<int64_t>(b) * logits.size(1);
+      int32_t best = 0;
+      for (int64_t v = 1; v < logits.size(1); ++v)
+        if (row[v] > row[best]) best = static_cast<int32_t>(v);
+      const int64_t past = static_cast<int64_t>(ids[b].size());
+      ids[b].push_back(best);
+      steps[b] = SequenceStep{std::span<const int32_t>(&ids[b].back(), 1), past, blocks[b], false, slots[b]};
+    }
+    logits = runner.forward(steps);
   }
   out << "model " << m.config.architecture << " vendor " << o.vendor << ", " << tracer.events().size() << " op calls\n";
   out << "module path -> nn module -> OpType -> backend impl -> registry key -> vendor kernel | metadata | tensors | "
@@ -89,7 +107,13 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
     if (!e.metadata.empty()) out << " | " << e.metadata;
     out << " | " << e.tensors << " | " << std::fixed << std::setprecision(1) << e.dur_us << " us\n";
   }
-  print_op_summary(tracer.events(), out);
+  const std::span<const TraceEvent> events(tracer.events());
+  print_op_summary(events, "per-op time", 1, out);
+  if (o.decode_steps > 0)
+    print_op_summary(events.subspan(prefill_events),
+                     "per decode step of batch " + std::to_string(o.batch) + ", mean of " +
+                         std::to_string(o.decode_steps) + " steps",
+                     o.decode_steps, out);
   if (workers) workers->trace_end(o.chrome_trace.empty() ? std::string() : o.chrome_trace);
   if (!o.chrome_trace.empty()) {
     nlohmann::json events = chrome_trace_events(tracer.events(), 0);

@@ -161,5 +161,34 @@ TEST(CliTrace, WarmupAndPerOpSummary) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+// --batch N prefills the prompt as N sequences in one step and decodes them together; a second summary
+// gives one decode step's per-op time. Hybrid models get a state slot per sequence.
+TEST(CliTrace, BatchedDecodeSummary) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto r = test::run_opchain("trace --model " + dir + " --ids 1,2,3 --batch 3 --decode-steps 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("is_decoding=1 batch=3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("q=f32[3, "), std::string::npos) << r.out;
+  const auto at = r.out.find("per decode step of batch 3, mean of 2 steps (top level: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto decode = r.out.substr(at);
+  for (const char* line : {"  fused_moe", "  paged_decode_attention", "nested grouped_matmul"})
+    EXPECT_NE(decode.find(line), std::string::npos) << line;
+  // One decode step: 2 layers x (q, k, v, o, router) + lm_head = 11 linear calls.
+  EXPECT_NE(decode.find(" 11 calls"), std::string::npos) << decode;
+  EXPECT_EQ(decode.find("prefill_attention"), std::string::npos) << decode;
+
+  const auto hybrid = test::run_opchain("trace --model " + test::model_dir("tiny-qwen3_5-moe") +
+                                        " --ids 1,2 --batch 2 --decode-steps 1");
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.err;
+  EXPECT_NE(hybrid.out.find("state_slots=[0,1]"), std::string::npos) << hybrid.out;
+  EXPECT_NE(hybrid.out.find("per decode step of batch 2, mean of 1 steps"), std::string::npos);
+
+  EXPECT_NE(test::run_opchain("trace --model " + dir + " --ids 1 --batch 0").exit_code, 0);
+  const auto huge = test::run_opchain("trace --model " + dir + " --ids 1 --batch 5000");
+  EXPECT_NE(huge.exit_code, 0);
+  EXPECT_NE(huge.err.find("--batch must be between 1 and 1024, got 5000"), std::string::npos) << huge.err;
+}
+
 }  // namespace
 }  // namespace opchain
