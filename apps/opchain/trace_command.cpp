@@ -22,8 +22,9 @@ Runner add_trace_command(CLI::App& app) {
   cmd->add_option("--chrome-trace", o->trace.chrome_trace, "write Chrome trace JSON here");
   add_decode_steps_flag(cmd, o->trace.decode_steps);
   cmd->add_option("--batch", o->trace.batch,
-                  "run the prompt as N sequences, prefilled in one step and decoded together (the per-op account "
-                  "of a batched decode step)")
+                  "run N sequences, prefilled in one step and decoded together (the per-op account of a batched "
+                  "decode step); sequence b's ids are the prompt's + b * 7919 modulo the vocabulary, so they route "
+                  "to different experts as different requests do")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--warmup", o->trace.warmup,

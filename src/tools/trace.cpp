@@ -61,8 +61,13 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
   const int64_t total = static_cast<int64_t>(o.prompt.size()) + o.decode_steps;
   const int64_t per_seq = (total + 15) / 16;
   KvCache cache(m.model->cache_config(), 1 + per_seq * o.batch, 16, o.batch, kv_cache_dtype(m.device.matmul_precision));
-  // Every sequence its own ids (they diverge once decoding picks per row), blocks and state slot.
+  // Every sequence its own ids, blocks and state slot. Copies of one prompt would route every token of a
+  // step to the same experts, which no real batch does: sequence b's ids are the prompt's shifted by
+  // b * 7919 modulo the vocabulary, so batch-mates touch experts as different requests do.
   std::vector<std::vector<int32_t>> ids(batch, o.prompt), blocks(batch);
+  const int64_t vocab = m.config.vocab_size;
+  for (size_t b = 1; b < batch && vocab > 0; ++b)
+    for (int32_t& id : ids[b]) id = static_cast<int32_t>((id + static_cast<int64_t>(b) * 7919) % vocab);
   std::vector<int32_t> slots(batch);
   for (size_t b = 0; b < batch; ++b) {
     cache.allocator().allocate(cache.blocks_for(total), blocks[b]);

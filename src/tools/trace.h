@@ -1,7 +1,7 @@
 #pragma once
 // The tracer behind `opchain trace`: one forward with tracing on; prints each op call's five-layer chain in order and,
 // with --chrome-trace, writes Chrome trace-event JSON (chrome://tracing, Perfetto). With --batch N the prompt
-// runs as N sequences and each decode step decodes all N, so the per-op account of a batched decode step
+// runs as N distinct sequences and each decode step decodes all N, so the per-op account of a batched decode step
 // (where bench's batch figures spend their time) can be read off the decode summary.
 #include <cstdint>
 #include <ostream>
@@ -17,7 +17,7 @@ struct TraceOptions {
   std::vector<int32_t> prompt;  // token ids of the traced prefill
   std::string vendor = "cpu";   // kernel vendor
   PrecisionChoice precision = PrecisionChoice::Auto;
-  int batch = 1;             // sequences, each the prompt, prefilled in one step and decoded together
+  int batch = 1;             // sequences prefilled in one step and decoded together (b > 0: ids + b * 7919, mod vocab)
   int decode_steps = 0;      // greedy decode steps traced after the prefill
   int warmup = 0;            // untraced prefills first, so the traced run finds the weights paged in
   std::string chrome_trace;  // non-empty: write Chrome trace-event JSON here
