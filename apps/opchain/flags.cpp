@@ -5,6 +5,17 @@
 
 namespace opchain::cli {
 
+CLI::Validator at_least(int64_t min) {
+  const std::string bound = "an integer >= " + std::to_string(min);
+  return CLI::Validator(
+      [min, bound](std::string& value) -> std::string {
+        int64_t v = 0;
+        if (!CLI::detail::lexical_cast(value, v) || v < min) return "must be " + bound + ", got " + value;
+        return {};
+      },
+      "INT>=" + std::to_string(min));
+}
+
 void add_model_flag(CLI::App* cmd, std::string& dir) {
   cmd->add_option("--model", dir, "Hugging Face model directory")->required();
 }
@@ -57,7 +68,7 @@ void add_engine_flags(CLI::App* cmd, tools::EngineOptions& o) {
   add_block_size_flag(cmd, o.block_size);
   cmd->add_option("--kv-cache-mb", o.kv_cache_mb, "KV cache memory in MiB (hybrid models: KV blocks and state slots)");
   cmd->add_option("--kv-blocks", o.kv_blocks, "exactly this many KV blocks, block 0 reserved (overrides --kv-cache-mb)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--state-slots", o.state_slots,
                   "hybrid models: sequences that hold linear-attention state at once (default: as many as fit in "
                   "half of --kv-cache-mb, at most --max-batch)");
@@ -140,10 +151,10 @@ void add_quant_flags(CLI::App* cmd, tools::QuantSpec& q, const std::string& form
 
 void add_parallel_flags(CLI::App* cmd, tools::ParallelOptions& p) {
   cmd->add_option("--tp", p.tp, "tensor-parallel ranks per model replica (under mpirun; docs/scale-out.md)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--ep", p.ep, "expert-parallel ranks the experts are split over (under mpirun)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--moe-comm", p.moe_comm,
                   "how expert-parallel ranks exchange tokens: auto (alltoall for decode-sized steps, allgather above), "

@@ -12,6 +12,10 @@
 
 namespace opchain::cli {
 
+// An integer flag's lower bound: "must be an integer >= 1, got 0" (CLI11's PositiveNumber prints its
+// range up to DBL_MAX, 300 digits).
+CLI::Validator at_least(int64_t min);
+
 void add_model_flag(CLI::App* cmd, std::string& dir);
 void add_vendor_flag(CLI::App* cmd, std::string& vendor);
 void add_precision_flag(CLI::App* cmd, PrecisionChoice& precision);

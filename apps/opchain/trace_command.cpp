@@ -25,12 +25,12 @@ Runner add_trace_command(CLI::App& app) {
                   "run N sequences, prefilled in one step and decoded together (the per-op account of a batched "
                   "decode step); sequence b's ids are the prompt's + b * 7919 modulo the vocabulary, so they route "
                   "to different experts as different requests do")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--warmup", o->trace.warmup,
                   "run the prefill N times untraced first, so the traced run finds the weights paged in and "
                   "the scratch grown (per-op times of a warm run, as bench measures)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   return [o] {
     tools::TraceOptions trace = o->trace;
     trace.prompt = o->ids.parse();

@@ -184,7 +184,9 @@ TEST(CliTrace, BatchedDecodeSummary) {
   EXPECT_NE(hybrid.out.find("state_slots=[0,1]"), std::string::npos) << hybrid.out;
   EXPECT_NE(hybrid.out.find("per decode step of batch 2, mean of 1 steps"), std::string::npos);
 
-  EXPECT_NE(test::run_opchain("trace --model " + dir + " --ids 1 --batch 0").exit_code, 0);
+  const auto zero = test::run_opchain("trace --model " + dir + " --ids 1 --batch 0");
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_NE(zero.err.find("--batch: must be an integer >= 1, got 0"), std::string::npos) << zero.err;
   const auto huge = test::run_opchain("trace --model " + dir + " --ids 1 --batch 5000");
   EXPECT_NE(huge.exit_code, 0);
   EXPECT_NE(huge.err.find("--batch must be between 1 and 1024, got 5000"), std::string::npos) << huge.err;
