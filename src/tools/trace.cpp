@@ -56,6 +56,14 @@ void run_trace(const TraceOptions& o, std::ostream& out, std::ostream& log) {
   if (o.batch < 1 || o.batch > kMaxTraceBatch)
     throw InvalidArgumentError("trace: --batch must be between 1 and " + std::to_string(kMaxTraceBatch) + ", got " +
                                std::to_string(o.batch));
+  // N copies of a long prompt make one prefill step of N times its tokens, with activations to match.
+  constexpr int64_t kMaxBatchedPrefillTokens = 65536;
+  const int64_t prefill_tokens = static_cast<int64_t>(o.prompt.size()) * o.batch;
+  if (o.batch > 1 && prefill_tokens > kMaxBatchedPrefillTokens)
+    throw InvalidArgumentError("trace: --batch " + std::to_string(o.batch) + " x " + std::to_string(o.prompt.size()) +
+                               " prompt tokens is " + std::to_string(prefill_tokens) +
+                               " tokens in one prefill step; at most " + std::to_string(kMaxBatchedPrefillTokens) +
+                               " with --batch (use a shorter prompt)");
   const size_t batch = static_cast<size_t>(o.batch);
   LoadedModel m = load_model(o.model, o.vendor, {}, o.precision);
   const int64_t total = static_cast<int64_t>(o.prompt.size()) + o.decode_steps;

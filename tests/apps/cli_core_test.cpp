@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -187,6 +188,18 @@ TEST(CliTrace, BatchedDecodeSummary) {
   const auto zero = test::run_opchain("trace --model " + dir + " --ids 1 --batch 0");
   EXPECT_NE(zero.exit_code, 0);
   EXPECT_NE(zero.err.find("--batch: must be an integer >= 1, got 0"), std::string::npos) << zero.err;
+  const auto ids = fs::temp_directory_path() / ("opchain-trace-ids-" + std::to_string(::getpid()) + ".txt");
+  {
+    std::ofstream f(ids);
+    for (int i = 0; i < 1000; ++i) f << (i % 50) + 1 << " ";
+  }
+  const auto long_prefill = test::run_opchain("trace --model " + dir + " --ids-file " + ids.string() + " --batch 100");
+  fs::remove(ids);
+  EXPECT_NE(long_prefill.exit_code, 0);
+  EXPECT_NE(
+      long_prefill.err.find("--batch 100 x 1000 prompt tokens is 100000 tokens in one prefill step; at most 65536"),
+      std::string::npos)
+      << long_prefill.err;
   const auto huge = test::run_opchain("trace --model " + dir + " --ids 1 --batch 5000");
   EXPECT_NE(huge.exit_code, 0);
   EXPECT_NE(huge.err.find("--batch must be between 1 and 1024, got 5000"), std::string::npos) << huge.err;
