@@ -52,7 +52,7 @@ TEST(HybridCli, AlignCpuAgainstReferenceInBothPrecisions) {
     // bf16: each vendor runs its own chain, so rounding-order differences carry from op to op. The Amx
     // tier sums each element in one sequential chain (Note [AMX tier]), reference and the vdpbf16ps tile
     // in other orders; through 4 layers and 4 decode steps the 24-channel gated_rms_norm of layer 2 lands
-    // at 0.037 on Sapphire Rapids (0.03 holds for the Avx512 tier). 0.05 still catches a wrong kernel.
+    // at 0.037 on Sapphire Rapids (0.03 holds for the Avx512Bf16 tier). 0.05 still catches a wrong kernel.
     const bool f32 = precision == std::string("f32");
     const auto r =
         run_opchain("align --model " + test::model_dir("tiny-qwen3-next") + kIds +

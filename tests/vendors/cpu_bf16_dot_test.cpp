@@ -67,7 +67,7 @@ TEST(CpuBf16Dot, PrecisionIsPartOfTheArgsNotAProcessSwitch) {
 TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
   RestoreCpu restore;
   std::mt19937 g(3);
-  // The paths (cpu_paths.h): the bf16 dot kernel in each form (avx512 with avx512_bf16), the AMX tile,
+  // The paths (cpu_paths.h): the bf16 dot kernel in each form (avx512bf16), the AMX tile,
   // and the fallback that rounds the activations and runs the f32 kernels (every other path).
   for (const CpuPath& path : cpu_paths()) {
     SCOPED_TRACE(path.name);
@@ -138,7 +138,7 @@ TEST(CpuBf16Dot, GroupedRowsRoundedOnceAcrossThreads) {
 }
 
 // Note [bf16 dot forms]: on Intel the FMA form computes exactly what vdpbf16ps does (the odd product,
-// then the even one, each rounded once), so the Avx512 tier's bits do not depend on the form there,
+// then the even one, each rounded once), so the Avx512Bf16 tier's bits do not depend on the form there,
 // and the default takes the faster one. Inputs stay clear of subnormals, which vdpbf16ps flushes.
 TEST(CpuBf16Dot, FmaFormGivesVdpbf16psBitsOnIntel) {
 #if defined(__x86_64__)
@@ -180,7 +180,7 @@ TEST(CpuBf16Dot, Int4FmaFormGivesVdpbf16psBitsOnIntel) {
 #else
   const bool intel = false;
 #endif
-  if (!cpu::bf16_dot_supported() || !intel || !cpu::set_active_isa(cpu::Isa::Avx512))
+  if (!intel || !cpu::set_active_isa(cpu::Isa::Avx512Bf16))
     GTEST_SKIP() << "the claim is about Intel's vdpbf16ps: this CPU is not an Intel one with avx512_bf16";
   cpu::set_int4_form_by_rows(false);  // the FMA form's few-row tiles too
   std::mt19937 g(23);

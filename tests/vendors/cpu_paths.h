@@ -21,7 +21,7 @@ inline std::vector<CpuPath> cpu_paths() {
   std::vector<CpuPath> out;
   for (cpu::Isa isa : cpu::kAllIsas) {
     if (!cpu::isa_supported(isa)) continue;
-    if (isa == cpu::Isa::Avx512 && cpu::bf16_dot_supported()) {
+    if (isa == cpu::Isa::Avx512Bf16) {
       for (cpu::Bf16DotForm f : {cpu::Bf16DotForm::Vdpbf16ps, cpu::Bf16DotForm::FmaPairs})
         out.push_back({isa, f, std::string(cpu::isa_name(isa)) + "/" + cpu::bf16_dot_form_name(f)});
     } else {

@@ -20,7 +20,7 @@ namespace {
 struct Int8Variant {
   std::string name;
   cpu::Isa isa;
-  bool avx_vnni;  // the Avx2 tier's choice (ignored on the others)
+  bool avx_vnni;  // the Avx2 and Avx512 tiers' choice (ignored on the others)
 };
 
 std::vector<Int8Variant> int8_variants() {
@@ -29,7 +29,9 @@ std::vector<Int8Variant> int8_variants() {
     out.push_back({"avx2-vpmaddubsw", cpu::Isa::Avx2, false});
     if (cpu::avx_vnni_supported()) out.push_back({"avx2-avxvnni", cpu::Isa::Avx2, true});
   }
-  if (cpu::isa_supported(cpu::Isa::Avx512)) out.push_back({"avx512", cpu::Isa::Avx512, cpu::avx_vnni_supported()});
+  if (cpu::isa_supported(cpu::Isa::Avx512)) out.push_back({"avx512", cpu::Isa::Avx512, false});
+  if (cpu::isa_supported(cpu::Isa::Avx512Bf16))
+    out.push_back({"avx512bf16", cpu::Isa::Avx512Bf16, cpu::avx_vnni_supported()});
   if (cpu::isa_supported(cpu::Isa::Amx)) out.push_back({"amx", cpu::Isa::Amx, cpu::avx_vnni_supported()});
   return out;
 }

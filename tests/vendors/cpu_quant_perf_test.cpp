@@ -144,7 +144,7 @@ TEST(CpuPerf, DISABLED_QuantMoeDecodeExperts) {
 // of five rounds: `rows` activation rows x 64 weight rows (one quant_gemm tile) x k = 2048, int4 g128,
 // the panel's unpacking counted; 64 weight rows (64 KiB of codes) stay in L2, so this is the compute.
 TEST(CpuPerf, DISABLED_QuantInt4Forms) {
-  if (!cpu::bf16_dot_supported() || !cpu::set_active_isa(cpu::Isa::Avx512)) GTEST_SKIP() << "no AVX512_BF16";
+  if (!cpu::set_active_isa(cpu::Isa::Avx512Bf16)) GTEST_SKIP() << "no AVX512_BF16";
   const cpu::Bf16DotForm saved = cpu::bf16_dot_form();
   cpu::set_int4_form_by_rows(false);  // each form at every row count
   const cpu::QuantKernels* qk = cpu::quant_kernels();
@@ -209,7 +209,8 @@ TEST(CpuPerf, DISABLED_QuantInt8Tiles) {
   std::vector<V> vs;
   if (cpu::isa_supported(cpu::Isa::Avx2)) vs.push_back({"avx2", cpu::Isa::Avx2, false});
   if (cpu::avx_vnni_supported()) vs.push_back({"avxvnni", cpu::Isa::Avx2, true});
-  if (cpu::isa_supported(cpu::Isa::Avx512)) vs.push_back({"avx512", cpu::Isa::Avx512, true});
+  if (cpu::isa_supported(cpu::Isa::Avx512)) vs.push_back({"avx512", cpu::Isa::Avx512, false});
+  if (cpu::isa_supported(cpu::Isa::Avx512Bf16)) vs.push_back({"avx512bf16", cpu::Isa::Avx512Bf16, true});
   if (cpu::isa_supported(cpu::Isa::Amx)) vs.push_back({"amx", cpu::Isa::Amx, true});
   const cpu::Isa saved = cpu::active_isa();
   const bool saved_vnni = cpu::avx_vnni_enabled();

@@ -13,7 +13,7 @@
 // tiles, then stored. Its value so depends only on its activation row, its weight row and k: not on the
 // rows in the call, its row's or weight row's place in a tile, the blocking or the thread. TDPBF16PS
 // rounds RNE and treats bf16 denormal inputs as zero and flushes denormal results (as vdpbf16ps), so the
-// tier's bits differ from the Avx512 tier's (another summation order), never from one call to the next.
+// tier's bits differ from the Avx512Bf16 tier's (another summation order), never from one call to the next.
 // Because of that the Amx tier runs this tile for every row count, decode's single row included: there
 // a 16 x 16 x 32 product consumes 1 KiB of weights per ~16 cycles, far beyond memory bandwidth, so
 // batch-1 decode stays memory bound without a vdpbf16ps fallback that would sum in another order.

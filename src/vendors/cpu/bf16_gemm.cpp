@@ -1,4 +1,4 @@
-// The Avx512 tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h) in its two dot forms
+// The Avx512Bf16 tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h) in its two dot forms
 // (Note [bf16 dot forms], simd.h).
 #include <algorithm>
 #include <atomic>

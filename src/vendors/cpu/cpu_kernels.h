@@ -18,13 +18,21 @@ void register_cpu_kernels(Registry& reg);
 namespace cpu {
 
 // The SIMD code path of the matmul, dot and attention inner loops. Picked once from the CPU
-// (__builtin_cpu_supports, cpuid); OPCHAIN_CPU_ISA=generic|avx2|avx512|amx in the environment overrides it.
-// Amx is the avx512 path with the bf16 and int8 matmul tiles on Intel AMX (Note [AMX tier], amx.h); it
-// needs the full AVX-512 set (F/BW/VL/BF16/VNNI), AMX-TILE/BF16/INT8 and the kernel's permission for
-// the tile data state.
-enum class Isa : uint8_t { Generic, Avx2, Avx512, Amx };
+// (__builtin_cpu_supports, cpuid); OPCHAIN_CPU_ISA=generic|avx2|avx512|avx512bf16|amx in the environment
+// overrides it. The tiers are the ones users' CPUs come in:
+// - Avx2: AVX2 + FMA (AMD Zen 1-3, Intel Haswell to Alder Lake).
+// - Avx512: AVX-512F without a bf16 dot (Intel Skylake-SP, Cascade Lake, Ice Lake): the zmm f32
+//   kernels; bf16 precision rounds the activations and runs them (Note [bf16 dot]).
+// - Avx512Bf16: the same loops with AVX512_BF16's bf16 tiles (AMD Zen 4/5, Intel Cooper Lake, and
+//   Sapphire Rapids and later where AMX is not wanted).
+// - Amx: the Avx512Bf16 path with the bf16 and int8 matmul tiles on Intel AMX (Note [AMX tier], amx.h);
+//   it needs the full AVX-512 set (F/BW/VL/BF16/VNNI), AMX-TILE/BF16/INT8 and the kernel's permission
+//   for the tile data state.
+// Each tier is its own summation order for the matmuls; tests walk every tier the CPU has, so a CPU
+// with a higher tier also tests the lower ones' code.
+enum class Isa : uint8_t { Generic, Avx2, Avx512, Avx512Bf16, Amx };
 // Every tier, lowest first: what tests and benchmarks walk over (each skipped where unsupported).
-inline constexpr Isa kAllIsas[] = {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Amx};
+inline constexpr Isa kAllIsas[] = {Isa::Generic, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16, Isa::Amx};
 const char* isa_name(Isa isa);
 bool isa_supported(Isa isa);
 Isa active_isa();
@@ -33,14 +41,14 @@ bool set_active_isa(Isa isa);
 
 // Note [bf16 dot]: linear, grouped_matmul and fused_moe called with MatmulPrecision::Bf16 on bf16
 // weights (Note [Matmul precision]) round the tile's activations to bf16 once and multiply with
-// AVX512_BF16 vdpbf16ps (Isa::Avx512) or AMX TDPBF16PS (Isa::Amx, every row count: Note [AMX tier])
-// against the weights as stored, accumulating in f32: no widening, no repacked weights. Where the CPU
-// lacks avx512_bf16 (or the active ISA is neither) the same rounded activations go through the f32
-// kernels instead: same contract, other summation order. Each tier has its own summation order; every
+// AVX512_BF16 vdpbf16ps (Isa::Avx512Bf16) or AMX TDPBF16PS (Isa::Amx, every row count: Note [AMX tier])
+// against the weights as stored, accumulating in f32: no widening, no repacked weights. On the other
+// tiers (Generic, Avx2, Avx512) the same rounded activations go through the f32 kernels instead: same
+// contract, other summation order. Each tier has its own summation order; every
 // one is batch invariant and thread-count deterministic.
 bool bf16_dot_supported();
 
-// Note [bf16 dot forms]: the Avx512 tier's bf16 tile computes each 32-element step of a dot in one of
+// Note [bf16 dot forms]: the Avx512Bf16 tier's bf16 tile computes each 32-element step of a dot in one of
 // two forms, with the same lanes and the same tree after them:
 // - Vdpbf16ps: one vdpbf16ps. AMD Zen 4 issues it once per cycle, twice the rate of its f32 FMAs.
 // - FmaPairs: the odd and the even bf16 elements widened to f32 (a zero-masked load, a shift) and two

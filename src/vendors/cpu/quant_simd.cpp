@@ -1100,7 +1100,7 @@ Fp8TileFn fp8_tile_kernel() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
            __builtin_cpu_supports("avx512vbmi");
   }();
-  if (has && (active_isa() == Isa::Avx512 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
+  if (has && (active_isa() == Isa::Avx512Bf16 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
 #endif
   return nullptr;
 }
@@ -1124,7 +1124,9 @@ const QuantKernels* quant_kernels() {
   const QuantKernels* avx2 = avx_vnni_enabled() ? &avxvnniq::kKernels : &avx2q::kKernels;
   switch (active_isa()) {
     case Isa::Avx512:
-      return avx512_full ? &avx512q::kKernels : avx2;  // AVX-512 without BF16/VNNI: the AVX2 tiles
+      return avx2;  // the int tiles use AVX512_BF16 and VNNI, which this tier does not have
+    case Isa::Avx512Bf16:
+      return avx512_full ? &avx512q::kKernels : avx2;  // AVX512_BF16 without VNNI: the AVX2 tiles
     case Isa::Amx:
       return &avx512q::kAmxKernels;  // Amx implies the full AVX-512 set
     case Isa::Avx2:

@@ -367,6 +367,8 @@ const char* isa_name(Isa isa) {
       return "avx2";
     case Isa::Avx512:
       return "avx512";
+    case Isa::Avx512Bf16:
+      return "avx512bf16";
     case Isa::Amx:
       return "amx";
   }
@@ -384,6 +386,8 @@ bool isa_supported(Isa isa) {
     case Isa::Avx512:
       __builtin_cpu_init();  // checks the OS saves zmm state too
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::Avx512Bf16:
+      return isa_supported(Isa::Avx512) && bf16_dot_supported();
     case Isa::Amx:
       return bf16_dot_supported() && amx_supported();
 #else
@@ -402,6 +406,7 @@ Isa detect_isa() {
       if (std::string_view(env) == isa_name(i) && isa_supported(i)) return i;
   }
   if (isa_supported(Isa::Amx)) return Isa::Amx;
+  if (isa_supported(Isa::Avx512Bf16)) return Isa::Avx512Bf16;
   if (isa_supported(Isa::Avx512)) return Isa::Avx512;
   if (isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Generic;
@@ -430,9 +435,9 @@ const SimdKernels* simd_for(Isa isa) {
     case Isa::Avx2:
       return &avx2::kKernels;
     case Isa::Avx512:
-      return &avx512::kKernels;
+    case Isa::Avx512Bf16:
     case Isa::Amx:
-      return &avx512::kKernels;  // the avx512 loops; the matmul tiles differ (bf16_dot_gemm)
+      return &avx512::kKernels;  // the same loops; the bf16 matmul tiles differ (bf16_dot_gemm)
 #else
     default:
       return nullptr;
@@ -455,10 +460,8 @@ bool bf16_dot_supported() {
 
 GemmTileFn bf16_dot_gemm() {
 #if OPCHAIN_CPU_X86
-  static const bool supported = bf16_dot_supported();
-  if (!supported) return nullptr;
-  switch (active_isa()) {
-    case Isa::Avx512:
+  switch (active_isa()) {  // Avx512: none (Note [bf16 dot]); Avx512Bf16 and Amx imply AVX512_BF16
+    case Isa::Avx512Bf16:
       return avx512_bf16_gemm_tile(bf16_dot_form());
     case Isa::Amx:
       return &amx_bf16_gemm_tile;  // every row count: Note [AMX tier]

@@ -90,7 +90,7 @@ using GemmTileFn = void (*)(const GemmTile&);
 // The bf16-weight tile for bf16 activations (Note [bf16 dot]), or null where the CPU or the active ISA
 // cannot run it.
 GemmTileFn bf16_dot_gemm();
-// The Avx512 tier's bf16 tile in the given form (Note [bf16 dot forms]); null off x86.
+// The Avx512Bf16 tier's bf16 tile in the given form (Note [bf16 dot forms]); null off x86.
 GemmTileFn avx512_bf16_gemm_tile(Bf16DotForm form);
 
 const SimdKernels& simd();             // of active_isa()
