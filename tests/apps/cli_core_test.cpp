@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "apps/cli_run.h"
 #include "io/npy.h"
+#include "vendors/cpu/cpu_kernels.h"
 
 namespace opchain {
 namespace {
@@ -27,6 +29,41 @@ TEST(CliLogits, WritesNpyEqualToReference) {
   float worst = 0;
   for (size_t i = 0; i < got.data.size(); ++i) worst = std::max(worst, std::fabs(got.data[i] - ref.data[i]));
   EXPECT_LE(worst, 1e-3f);
+  fs::remove(out);
+}
+
+// OPCHAIN_CPU_ISA as a user sets it: every tier this CPU has gives the reference logits end to end; a tier
+// it lacks, or a name that is no tier, is said on stderr and the run goes on with the best tier.
+TEST(CliLogits, EachCpuTierFromTheEnvironment) {
+  const std::string dir = test::model_dir("tiny-qwen3-moe");
+  const auto out = fs::temp_directory_path() / ("opchain-logits-isa-" + std::to_string(::getpid()) + ".npy");
+  const NpyArray ref = read_npy_f32(dir + "/ref_logits.npy");
+  struct EnvGuard {  // puts back what the test process was started with
+    const char* was = std::getenv("OPCHAIN_CPU_ISA");
+    std::string saved = was ? was : "";
+    ~EnvGuard() { was ? ::setenv("OPCHAIN_CPU_ISA", saved.c_str(), 1) : ::unsetenv("OPCHAIN_CPU_ISA"); }
+  } guard;
+  for (cpu::Isa isa : cpu::kAllIsas) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    ::setenv("OPCHAIN_CPU_ISA", cpu::isa_name(isa), 1);
+    const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir +
+                                     "/ids.txt --precision f32 --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    if (!cpu::isa_supported(isa)) {
+      EXPECT_NE(r.err.find("this CPU lacks that tier"), std::string::npos) << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.err.find("OPCHAIN_CPU_ISA"), std::string::npos) << r.err;
+    const NpyArray got = read_npy_f32(out.string());
+    ASSERT_EQ(got.shape, ref.shape);
+    float worst = 0;
+    for (size_t i = 0; i < got.data.size(); ++i) worst = std::max(worst, std::fabs(got.data[i] - ref.data[i]));
+    EXPECT_LE(worst, 1e-3f);
+  }
+  ::setenv("OPCHAIN_CPU_ISA", "avx1024", 1);
+  const auto r = test::run_opchain("logits --model " + dir + " --ids-file " + dir + "/ids.txt --out " + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("OPCHAIN_CPU_ISA=avx1024 names no tier"), std::string::npos) << r.err;
   fs::remove(out);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -400,16 +401,29 @@ bool isa_supported(Isa isa) {
 
 namespace {
 
-Isa detect_isa() {
-  if (const char* env = std::getenv("OPCHAIN_CPU_ISA")) {
-    for (Isa i : kAllIsas)
-      if (std::string_view(env) == isa_name(i) && isa_supported(i)) return i;
-  }
+Isa best_isa() {
   if (isa_supported(Isa::Amx)) return Isa::Amx;
   if (isa_supported(Isa::Avx512Bf16)) return Isa::Avx512Bf16;
   if (isa_supported(Isa::Avx512)) return Isa::Avx512;
   if (isa_supported(Isa::Avx2)) return Isa::Avx2;
   return Isa::Generic;
+}
+
+// OPCHAIN_CPU_ISA picks a tier; a name that is no tier, or a tier this CPU lacks, is said on stderr (once,
+// the tier is picked once) rather than silently replaced: a benchmark of the wrong tier looks plausible.
+Isa detect_isa() {
+  const Isa best = best_isa();
+  const char* env = std::getenv("OPCHAIN_CPU_ISA");
+  if (!env || !*env) return best;
+  for (Isa i : kAllIsas) {
+    if (std::string_view(env) != isa_name(i)) continue;
+    if (isa_supported(i)) return i;
+    std::fprintf(stderr, "opchain: OPCHAIN_CPU_ISA=%s: this CPU lacks that tier; using %s\n", env, isa_name(best));
+    return best;
+  }
+  std::fprintf(stderr, "opchain: OPCHAIN_CPU_ISA=%s names no tier (generic, avx2, avx512, avx512bf16, amx); using %s\n",
+               env, isa_name(best));
+  return best;
 }
 
 std::atomic<int>& isa_slot() {
