@@ -47,15 +47,13 @@ inline void prefetch_lines(const void* p, int64_t bytes) {
 }  // namespace opchain::cpu
 
 #if OPCHAIN_CPU_X86
-OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
-namespace opchain::cpu::avx512q {
+// The AVX-512 int8 tile (vpdpbusd, zmm): it needs AVX512_VNNI, not AVX512_BF16, so it serves both the
+// Avx512 tier (Cascade Lake and Ice Lake have VNNI without a bf16 dot) and the Avx512Bf16 and Amx tiers.
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+namespace opchain::cpu::avx512int8 {
 
-#include "vendors/cpu/bf16_dot_forms.inc"
+constexpr int64_t kPfAhead = 4;  // as the int4 tile's (avx512q::kPfAhead)
 
-constexpr int64_t kChunk = 64;  // the int4 tile's smallest chunk (Narrow below): k and groups are multiples of it
-
-// (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12 keeps an array it cannot
-// fully unroll early in memory, and the kernels then run at half speed.)
 // vpdpbusd through asm: with the intrinsic GCC 12 keeps the int8 tile's accumulators on the stack.
 inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u8), "v"(s8)); }
 
@@ -65,6 +63,112 @@ inline int32_t reduce_epi32(__m512i v) {
   const __m128i s2 = _mm_add_epi32(s4, _mm_unpackhi_epi64(s4, s4));
   return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 1)));
 }
+
+// The weight codes flipped to w + 128 (u8) times the activation codes (s8): sum_k x (w + 128) =
+// sum_k x w + 128 sum_k x, and the row's code sum (t.x_sums) takes the 128s and the zero point back out.
+// (Flipping the weights rather than the activations needs no weight sums: 4 in 5 vpdpbusd did useful
+// work before, every one now.)
+template <int R, int C>
+inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[R][C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
+  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
+  const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
+  const int8_t* wp[C];
+  const int8_t* xp[R];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) wp[c] = t.w + (c0 + c) * t.ldw;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) xp[r] = t.x + (r0 + r) * t.ldx;
+  const int64_t k = t.k;
+  for (int64_t i = 0; i < k; i += 64) {
+    if (prefetch)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
+    // Past k the activation codes are zero (Int8Tile::x), so whatever the flipped padding adds is 0.
+    const __mmask64 m = k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - i)) - 1;
+    __m512i w[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) w[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, wp[c] + i), flip);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512i xs = _mm512_loadu_si512(xp[r] + i);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) dpbusd(acc[r][c], w[c], xs);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    const int64_t offset = 128 + (t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - offset * t.x_sums[r0 + r];
+      t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
+    }
+  }
+}
+
+// quantize_row_int8 (core/quant.h) 16 lanes at a time, with the same operations per element: the
+// amax, 127 / amax, x * inv rounded to nearest even (the default MXCSR mode, as nearbyint) and
+// saturated to int8.
+float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
+  __m512 amax = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
+    amax = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(m, x + i)), amax);  // a NaN lane keeps amax, as std::max
+  }
+  const float a = _mm512_reduce_max_ps(amax);
+  if (!(a > 0.0f)) {
+    std::memset(q, 0, static_cast<size_t>(k));
+    *sum = 0;
+    return 0.0f;
+  }
+  const __m512 inv = _mm512_set1_ps(127.0f / a);
+  __m512i s = _mm512_setzero_si512();
+  for (int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
+    const __m512i v =
+        _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv)),
+                                          _mm512_set1_epi32(127)),
+                         _mm512_set1_epi32(-128));
+    _mm512_mask_cvtepi32_storeu_epi8(q + i, m, v);
+    s = _mm512_add_epi32(s, v);
+  }
+  *sum = _mm512_reduce_add_epi32(s);
+  return a / 127.0f;
+}
+
+void int8_tile(const Int8Tile& t) {
+  if (t.rows <= 2) prefetch_lines(t.w, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 8 : 4)) * t.ldw);
+  if (t.rows == 1) {
+    int64_t c = 0;
+    for (; c + 8 <= t.cols; c += 8) int8_micro<1, 8>(t, 0, c);
+    for (; c < t.cols; ++c) int8_micro<1, 1>(t, 0, c);
+    return;
+  }
+  int64_t c = 0;
+  for (; c + 4 <= t.cols; c += 4)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
+  for (; c < t.cols; ++c)
+    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
+}
+
+}  // namespace opchain::cpu::avx512int8
+OPCHAIN_TARGET_END()
+
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+namespace opchain::cpu::avx512q {
+
+#include "vendors/cpu/bf16_dot_forms.inc"
+
+constexpr int64_t kChunk = 64;  // the int4 tile's smallest chunk (Narrow below): k and groups are multiples of it
+
+// (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12 keeps an array it cannot
+// fully unroll early in memory, and the kernels then run at half speed.)
 
 inline float reduce_ps(__m512 v) {
   const __m256 lo = _mm512_castps512_ps256(v);
@@ -380,100 +484,7 @@ void int4_tile(const Int4Tile& t) {
     wide ? int4_tile_as<Wide, Bf16DotForm::Vdpbf16ps>(t) : int4_tile_as<Narrow, Bf16DotForm::Vdpbf16ps>(t);
 }
 
-// The weight codes flipped to w + 128 (u8) times the activation codes (s8): sum_k x (w + 128) =
-// sum_k x w + 128 sum_k x, and the row's code sum (t.x_sums) takes the 128s and the zero point back out.
-// (Flipping the weights rather than the activations needs no weight sums: 4 in 5 vpdpbusd did useful
-// work before, every one now.)
-template <int R, int C>
-inline void int8_micro(const Int8Tile& t, int64_t r0, int64_t c0) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512i acc[R][C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_setzero_si512();
-  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
-  const int8_t* pf = t.w + (c0 + kPfAhead * C) * t.ldw;
-  const int8_t* wp[C];
-  const int8_t* xp[R];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) wp[c] = t.w + (c0 + c) * t.ldw;
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) xp[r] = t.x + (r0 + r) * t.ldx;
-  const int64_t k = t.k;
-  for (int64_t i = 0; i < k; i += 64) {
-    if (prefetch)
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) __builtin_prefetch(pf + i * C + c * 64, 0, 2);
-    // Past k the activation codes are zero (Int8Tile::x), so whatever the flipped padding adds is 0.
-    const __mmask64 m = k - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (k - i)) - 1;
-    __m512i w[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) w[c] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, wp[c] + i), flip);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512i xs = _mm512_loadu_si512(xp[r] + i);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) dpbusd(acc[r][c], w[c], xs);
-    }
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    const int64_t offset = 128 + (t.w_zeros ? static_cast<int64_t>(t.w_zeros[c0 + c]) : 0);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const int64_t total = static_cast<int64_t>(reduce_epi32(acc[r][c])) - offset * t.x_sums[r0 + r];
-      t.out[(r0 + r) * t.ldo + c0 + c] = static_cast<float>(total) * t.x_scales[r0 + r] * t.w_scales[c0 + c];
-    }
-  }
-}
-
-// quantize_row_int8 (core/quant.h) 16 lanes at a time, with the same operations per element: the
-// amax, 127 / amax, x * inv rounded to nearest even (the default MXCSR mode, as nearbyint) and
-// saturated to int8.
-float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum) {
-  __m512 amax = _mm512_setzero_ps();
-  for (int64_t i = 0; i < k; i += 16) {
-    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
-    amax = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(m, x + i)), amax);  // a NaN lane keeps amax, as std::max
-  }
-  const float a = _mm512_reduce_max_ps(amax);
-  if (!(a > 0.0f)) {
-    std::memset(q, 0, static_cast<size_t>(k));
-    *sum = 0;
-    return 0.0f;
-  }
-  const __m512 inv = _mm512_set1_ps(127.0f / a);
-  __m512i s = _mm512_setzero_si512();
-  for (int64_t i = 0; i < k; i += 16) {
-    const __mmask16 m = k - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (k - i)) - 1);
-    const __m512i v =
-        _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv)),
-                                          _mm512_set1_epi32(127)),
-                         _mm512_set1_epi32(-128));
-    _mm512_mask_cvtepi32_storeu_epi8(q + i, m, v);
-    s = _mm512_add_epi32(s, v);
-  }
-  *sum = _mm512_reduce_add_epi32(s);
-  return a / 127.0f;
-}
-
-void int8_tile(const Int8Tile& t) {
-  if (t.rows <= 2) prefetch_lines(t.w, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 8 : 4)) * t.ldw);
-  if (t.rows == 1) {
-    int64_t c = 0;
-    for (; c + 8 <= t.cols; c += 8) int8_micro<1, 8>(t, 0, c);
-    for (; c < t.cols; ++c) int8_micro<1, 1>(t, 0, c);
-    return;
-  }
-  int64_t c = 0;
-  for (; c + 4 <= t.cols; c += 4)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 4>(t, r, c); });
-  for (; c < t.cols; ++c)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { int8_micro<decltype(n)::value, 1>(t, r, c); });
-}
-
-const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, int8_prepare, int8_tile};
+const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile};
 
 // Isa::Amx: the AMX tile where quant_gemm packed the rows, else the vpdpbusd one (the same bits).
 // Problems of fewer than 4 rows stay on vpdpbusd: a 16 x 16 TDPBSSD then does 1 to 3 useful columns in
@@ -484,11 +495,11 @@ void int8_tile_amx(const Int8Tile& t) {
   if (t.xp)
     amx_int8_tile(t);
   else
-    int8_tile(t);
+    avx512int8::int8_tile(t);
 }
 constexpr int64_t kAmxPackRows = 4;
-const QuantKernels kAmxKernels = {kChunk,        2,           int4_prepare, int4_tile, int8_prepare, int8_tile_amx,
-                                  amx_int8_pack, kAmxPackRows};
+const QuantKernels kAmxKernels = {
+    kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows};
 
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
@@ -1056,6 +1067,13 @@ const QuantKernels kKernels = {avx2q::kChunk, 4, avx2q::int4_prepare, avx2q::int
 
 }  // namespace opchain::cpu::avxvnniq
 OPCHAIN_TARGET_END()
+
+// Isa::Avx512 where the CPU has AVX512_VNNI (Cascade Lake, Ice Lake): the zmm int8 tile, and the AVX2
+// int4 tile (the zmm one needs AVX512_BF16). Only pointers: no target region of its own.
+namespace opchain::cpu::avx512vnniq {
+const QuantKernels kKernels = {avx2q::kChunk,        4, avx2q::int4_prepare, avx2q::int4_tile, avx512int8::int8_prepare,
+                               avx512int8::int8_tile};
+}  // namespace opchain::cpu::avx512vnniq
 #endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
@@ -1121,10 +1139,16 @@ const QuantKernels* quant_kernels() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
            __builtin_cpu_supports("avx512vnni");
   }();
+  static const bool avx512_vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
   const QuantKernels* avx2 = avx_vnni_enabled() ? &avxvnniq::kKernels : &avx2q::kKernels;
   switch (active_isa()) {
-    case Isa::Avx512:
-      return avx2;  // the int tiles use AVX512_BF16 and VNNI, which this tier does not have
+    case Isa::Avx512:  // the zmm int4 tile needs AVX512_BF16, which this tier does not have
+      return avx512_vnni ? &avx512vnniq::kKernels : avx2;
     case Isa::Avx512Bf16:
       return avx512_full ? &avx512q::kKernels : avx2;  // AVX512_BF16 without VNNI: the AVX2 tiles
     case Isa::Amx:

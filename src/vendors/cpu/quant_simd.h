@@ -13,8 +13,9 @@
 //     codes per step to int32, subtract the zero in integers and convert to f32. Each group's partial dot
 //     is scaled into an f32 accumulator; no weight is ever widened in memory.
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
-//     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI; on the
-//     Avx2 tier the VEX form on ymm where the CPU has AVX-VNNI), vpmaddubsw on |w| and sign(x, w) (AVX2
+//     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI on zmm, on
+//     every AVX-512 tier whose CPU has it, Cascade Lake and Ice Lake included; on the Avx2 tier the VEX
+//     form on ymm where the CPU has AVX-VNNI), vpmaddubsw on |w| and sign(x, w) (AVX2
 //     without AVX-VNNI; activation codes lie in [-127, 127], so no pair sum saturates), and on Isa::Amx
 //     TDPBSSD on 16 weight rows x 16 activation rows at a time (amx_quant.cpp). The int32 sums are the
 //     same on every path, so every int8 path gives the same bits.
