@@ -3,8 +3,10 @@
 // rounded values). Checked against the reference vendor at the same precision within the op tolerance,
 // for batch invariance and thread-count determinism bit for bit, and on the golden models against
 // ref_logits_bf16.npy (the logits of a bf16 run) with the same argmax everywhere.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -194,6 +196,43 @@ TEST(CpuBf16Dot, Int4FmaFormGivesVdpbf16psBitsOnIntel) {
         cpu::set_bf16_dot_form(cpu::Bf16DotForm::Vdpbf16ps);
         k.fn(LinearArgs{x, w.values, {}, a, MatmulPrecision::Quantized, w.quant.get()});
         cpu::set_bf16_dot_form(cpu::Bf16DotForm::FmaPairs);
+        k.fn(LinearArgs{x, w.values, {}, b, MatmulPrecision::Quantized, w.quant.get()});
+        EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0)
+            << "variant " << variant << ", in " << in << ", " << rows << " rows";
+      }
+  cpu::set_int4_form_by_rows(true);
+}
+
+// The Avx512 tier's int4 tile is the Avx512Bf16 tier's FMA form built without AVX512_BF16, its
+// activations rounded in integer lanes instead of by vcvtne2ps2bf16: on a CPU with both it must give that
+// form's bits, on any vendor's CPU, also where the rounding has corner cases: denormal activations (read
+// as zero), ties to even, a value that rounds up to infinity, NaN. Both layouts (groups of 64: narrow;
+// 128: wide), symmetric and asymmetric, decode and panel tiles.
+TEST(CpuBf16Dot, Avx512TierInt4TileGivesTheFmaFormBits) {
+  RestoreCpu restore;
+  if (!cpu::isa_supported(cpu::Isa::Avx512Bf16) || !cpu::isa_supported(cpu::Isa::Avx512))
+    GTEST_SKIP() << "no AVX512_BF16 to compare with";
+  cpu::set_int4_form_by_rows(false);
+  std::mt19937 g(24);
+  const float specials[] = {1e-40f,      -1e-40f,  1.17e-38f,  -0.0f,      1.00390625f,
+                            1.01171875f, 2.5e-39f, 1.0000001f, -1.0078125f};
+  for (int variant : {3, 4})
+    for (int64_t in : {256, 1344, 2048})
+      for (int64_t rows : {1, 2, 3, 5, 16, 37}) {
+        const Weight w = make_quant_weight(g, DType::U8, variant, 100, in);
+        Tensor x = rand_f32(g, {rows, in}, -3.0f, 3.0f);
+        float* xv = x.data<float>();
+        for (int64_t i = 0; i < rows * in; i += 7) xv[i] = specials[(i / 7) % std::size(specials)];
+        if (rows > 1) xv[in + 3] = 3.4e38f;  // rounds up to infinity
+        if (rows > 2) xv[2 * in + 1] = std::numeric_limits<float>::quiet_NaN();
+        if (rows > 3)  // row 3 all denormal: zero outputs once rounded, else tiny sums that would show
+          std::fill(xv + 3 * in, xv + 4 * in, 3e-39f);
+        const auto k = kernel<OpType::Linear>(kCpuVendor, DType::U8);
+        Tensor a = Tensor::empty(DType::F32, {rows, 100}), b = Tensor::empty(DType::F32, {rows, 100});
+        ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Avx512Bf16));
+        cpu::set_bf16_dot_form(cpu::Bf16DotForm::FmaPairs);
+        k.fn(LinearArgs{x, w.values, {}, a, MatmulPrecision::Quantized, w.quant.get()});
+        ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Avx512));
         k.fn(LinearArgs{x, w.values, {}, b, MatmulPrecision::Quantized, w.quant.get()});
         EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0)
             << "variant " << variant << ", in " << in << ", " << rows << " rows";

@@ -57,7 +57,7 @@ TEST(CpuQuantPrepare, Int4WideRowsMatchTheirLayout) {
   std::mt19937 g(6);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
   int paths = 0;
-  for (cpu::Isa isa : {cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
+  for (cpu::Isa isa : {cpu::Isa::Avx512, cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
     if (!cpu::isa_supported(isa) || !cpu::set_active_isa(isa)) continue;
     const cpu::QuantKernels* qk = cpu::quant_kernels();
     if (!qk || !qk->int4_prepare || qk->int4_x_bytes != 2) continue;

@@ -165,324 +165,12 @@ namespace opchain::cpu::avx512q {
 
 #include "vendors/cpu/bf16_dot_forms.inc"
 
-constexpr int64_t kChunk = 64;  // the int4 tile's smallest chunk (Narrow below): k and groups are multiples of it
-
-// (Every loop over an accumulator array carries `#pragma GCC unroll`: GCC 12 keeps an array it cannot
-// fully unroll early in memory, and the kernels then run at half speed.)
-
-inline float reduce_ps(__m512 v) {
-  const __m256 lo = _mm512_castps512_ps256(v);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(lo, hi);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  const __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-  return _mm_cvtss_f32(s1);
+// vcvtne2ps2bf16 itself (RNE; denormal inputs read as zero).
+inline __m512i round_pairs_to_bf16(__m512 hi, __m512 lo) {
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
-// A weight vector into a panel, as Dot<F>::load_packed reads it back.
-inline void store_vec(char* p, __m512i v) { _mm512_storeu_si512(p, v); }
-inline void store_vec(char* p, Dot<Bf16DotForm::FmaPairs>::W v) {
-  _mm512_storeu_ps(reinterpret_cast<float*>(p), v.odd);
-  _mm512_storeu_ps(reinterpret_cast<float*>(p) + 16, v.even);
-}
-
-// Two chunk layouts. Narrow (64 channels, 32 code bytes): the bytes widened to 16-bit lanes, low nibbles
-// (even channels) in one vector and high ones (odd) in the other. Wide (128 channels, 64 code bytes, used
-// when the groups and k are multiples of 128): the bytes read as they are, 16-bit lane i holding channels
-// 4i..4i+3, and vector j taking nibble j of every lane, so no widening is needed (+17% in L2 on Zen 4).
-// The activations are laid out to match: vector j of a chunk holds the channels its weights hold.
-struct Narrow {
-  static constexpr int64_t kChannels = 64, kBytes = 32, kVecs = 2;
-  static int64_t channel(int64_t j, int64_t i) { return 2 * i + j; }  // vector j, lane i
-};
-struct Wide {
-  static constexpr int64_t kChannels = 128, kBytes = 64, kVecs = 4;
-  static int64_t channel(int64_t j, int64_t i) { return 4 * i + j; }
-};
-
-inline bool wide_layout(int64_t k, int64_t group) { return group % Wide::kChannels == 0 && k % Wide::kChannels == 0; }
-
-template <class L>
-void int4_prepare_as(const float* x, int64_t k, uint16_t* o) {
-  for (int64_t c = 0; c < k; c += L::kChannels)
-    for (int64_t j = 0; j < L::kVecs; ++j)
-      for (int64_t i = 0; i < 32; ++i) o[c + 32 * j + i] = f32_to_bf16(x[c + L::channel(j, i)]);
-}
-
-// The Wide layout with SIMD (a decode step prepares each expert's row for gate and up: the scalar loop
-// and its one chain of adds per group were 3% of the step). Per 32 channels: rounded to bf16 as
-// vcvtne2ps2bf16 does (RNE, as f32_to_bf16, denormals read as zero), channels j, j + 4, ... gathered
-// into 128-bit lane j (vpermw), then a 4 x 4 transpose of 128-bit lanes over the chunk's four quarters
-// makes vector j. The group sums: 16 lanes, each over every 16th channel in order, then reduce_ps.
-void int4_prepare_wide(const float* x, int64_t k, int64_t group, uint16_t* o, float* sums) {
-  alignas(64) uint16_t order[32];
-  for (int d = 0; d < 32; ++d) order[d] = static_cast<uint16_t>(4 * (d % 8) + d / 8);
-  const __m512i idx = _mm512_load_si512(order);
-  for (int64_t g0 = 0; g0 < k; g0 += group) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int64_t c = g0; c < g0 + group; c += Wide::kChannels) {
-      __m512i p[4];
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) {
-        const __m512 lo = _mm512_loadu_ps(x + c + 32 * q), hi = _mm512_loadu_ps(x + c + 32 * q + 16);
-        const __m512i bf = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-        acc = _mm512_add_ps(
-            acc, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(bf)), 16)));
-        acc = _mm512_add_ps(
-            acc, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(bf, 1)), 16)));
-        p[q] = _mm512_permutexvar_epi16(idx, bf);
-      }
-      const __m512i t0 = _mm512_shuffle_i64x2(p[0], p[1], 0x44), t1 = _mm512_shuffle_i64x2(p[0], p[1], 0xEE);
-      const __m512i t2 = _mm512_shuffle_i64x2(p[2], p[3], 0x44), t3 = _mm512_shuffle_i64x2(p[2], p[3], 0xEE);
-      _mm512_storeu_si512(o + c, _mm512_shuffle_i64x2(t0, t2, 0x88));
-      _mm512_storeu_si512(o + c + 32, _mm512_shuffle_i64x2(t0, t2, 0xDD));
-      _mm512_storeu_si512(o + c + 64, _mm512_shuffle_i64x2(t1, t3, 0x88));
-      _mm512_storeu_si512(o + c + 96, _mm512_shuffle_i64x2(t1, t3, 0xDD));
-    }
-    sums[g0 / group] = reduce_ps(acc);
-  }
-}
-
-void int4_prepare(const float* x, int64_t k, int64_t group, void* out, float* sums) {
-  uint16_t* o = static_cast<uint16_t*>(out);
-  if (wide_layout(k, group)) return int4_prepare_wide(x, k, group, o, sums);
-  int4_prepare_as<Narrow>(x, k, o);
-  for (int64_t g0 = 0; g0 < k; g0 += group) {
-    float s = 0.0f;
-    for (int64_t i = g0; i < std::min(k, g0 + group); ++i) s += bf16_to_f32(f32_to_bf16(x[i]));
-    sums[g0 / group] = s;
-  }
-}
-
-// A nibble q as the bf16 16 + q: exponent 4 (0x4180) with q in the top four of the seven mantissa bits,
-// bits 6..3 of a 16-bit lane. The products x (16 + q) are exact in f32; sum_k x (q - z) = sum_k x (16 + q)
-// - (16 + z) sum_k x.
-struct NibbleBf16 {
-  __m512i mant, exp16;
-  NibbleBf16() : mant(_mm512_set1_epi16(0x78)), exp16(_mm512_set1_epi16(0x4180)) {}
-  // A chunk's code bytes, in 16-bit lanes: widened (Narrow) or as they are (Wide).
-  template <class L>
-  static inline __m512i load(const uint8_t* bytes) {
-    if constexpr (L::kVecs == 2)
-      return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
-    else
-      return _mm512_loadu_si512(bytes);
-  }
-  // Vector j of the chunk: nibble j of each lane (bits 4j + 3 .. 4j) moved to bits 6..3.
-  template <int J>
-  inline __m512i vec(__m512i lanes) const {
-    const __m512i shifted = J == 0 ? _mm512_slli_epi16(lanes, 3) : _mm512_srli_epi16(lanes, 4 * J - 3);
-    return _mm512_ternarylogic_epi32(shifted, mant, exp16, 0xEA);  // (a & b) | c
-  }
-};
-
-// The same vector in the FMA form (Note [bf16 dot forms]): its odd and even values 16 + q as f32, made
-// straight from the lanes: nibble j of a 32-bit lane's high half (odd) or low half (even) moved to bits
-// 22..19 by one shift, under the f32 exponent of 16 by one ternary logic.
-struct NibblePairs {
-  __m512i mant, exp16;
-  NibblePairs() : mant(_mm512_set1_epi32(0x00780000)), exp16(_mm512_set1_epi32(0x41800000)) {}
-  template <int J>
-  inline Dot<Bf16DotForm::FmaPairs>::W vec(__m512i lanes) const {
-    const __m512i odd = J == 0 ? _mm512_slli_epi32(lanes, 3) : _mm512_srli_epi32(lanes, 4 * J - 3);
-    const __m512i even = _mm512_slli_epi32(lanes, 19 - 4 * J);
-    return {_mm512_castsi512_ps(_mm512_ternarylogic_epi32(odd, mant, exp16, 0xEA)),
-            _mm512_castsi512_ps(_mm512_ternarylogic_epi32(even, mant, exp16, 0xEA))};
-  }
-};
-
-// Where a micro-tile's weight chunks come from: unpacked from the codes as they are read (few rows), or
-// from a panel the tile unpacked once (many rows share it), in the form F's vectors (Dot<F>::W). Both
-// give the same vectors, so a row's result does not depend on which one its tile used.
-template <class L, Bf16DotForm F>
-struct FromCodes {
-  const uint8_t* codes;
-  int64_t ld;
-  std::conditional_t<F == Bf16DotForm::FmaPairs, NibblePairs, NibbleBf16> nb;
-  using Raw = __m512i;
-  static constexpr Bf16DotForm kForm = F;
-  inline Raw raw(int64_t c, int64_t chunk) const { return NibbleBf16::load<L>(codes + c * ld + chunk * L::kBytes); }
-  template <int J>
-  inline typename Dot<F>::W vec(const Raw& lanes, int64_t, int64_t) const {
-    return nb.template vec<J>(lanes);
-  }
-  const uint8_t* prefetch_base(int64_t c) const { return codes + c * ld; }
-  static constexpr int64_t kBytesPerChunk = L::kBytes;
-};
-// The panel holds each chunk vector as Dot<F>::load_packed reads it: 64 bytes of bf16 (Vdpbf16ps) or
-// its odd then its even values as f32, 128 bytes (FmaPairs).
-template <class L, Bf16DotForm F>
-struct FromPanel {
-  static constexpr int64_t kVecBytes = 64 * Dot<F>::kRegs;
-  const char* panel;  // [cols][chunks][L::kVecs] vectors of kVecBytes
-  int64_t ld;         // bytes per column
-  struct Raw {};
-  static constexpr Bf16DotForm kForm = F;
-  inline Raw raw(int64_t, int64_t) const { return {}; }
-  template <int J>
-  inline typename Dot<F>::W vec(const Raw&, int64_t c, int64_t chunk) const {
-    return Dot<F>::load_packed(panel + c * ld + (chunk * L::kVecs + J) * kVecBytes);
-  }
-  const uint8_t* prefetch_base(int64_t) const { return nullptr; }
-  static constexpr int64_t kBytesPerChunk = 0;
-};
-
-// Decode reads each weight row once, in short rows: the hardware prefetcher cannot run far enough ahead
-// of a kernel this fast, so few-row tiles prefetch the rows kPfAhead micro-tiles ahead themselves.
-constexpr int64_t kPfAhead = 4;
-
-// Vector j of every column's chunk times each row's activation vector j, into the rows' partial sums of
-// parity j % 2. A weight vector is made just before its dots (the codes stay packed in registers until
-// then: unpacking a chunk whole spilled the 1-row tile's accumulators).
-template <int J, int R, int C, class L, class W>
-inline void int4_dots(const W& src, const typename W::Raw (&raw)[C], const uint16_t* const (&x)[R], int64_t c0,
-                      int64_t chunk, __m512 (&part)[2][R][C]) {
-  if constexpr (J < L::kVecs) {
-    using D = Dot<W::kForm>;
-    typename D::X xv[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) xv[r] = D::load_x(x[r] + chunk * L::kChannels + 32 * J);
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const typename D::W w = src.template vec<J>(raw[c], c0 + c, chunk);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) part[J % 2][r][c] = D::dot(part[J % 2][r][c], xv[r], w);
-    }
-    int4_dots<J + 1, R, C, L>(src, raw, x, c0, chunk, part);
-  }
-}
-
-// out[r, c] = sum_g scale[c, g] sum_{k in g} x (16 + q) - sum_g scale[c, g] (16 + zero[c, g]) x_sum[r, g]:
-// the first sum a group at a time (each group's dot scaled into the accumulator), the zero terms 16
-// groups at a time, lane by lane into the same accumulator, which is summed across its lanes at the end.
-template <int R, int C, class L, class W>
-inline void int4_micro(const Int4Tile& t, const W& src, int64_t r0, int64_t c0) {
-  const bool prefetch = R <= 2 && W::kBytesPerChunk > 0 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
-  const uint8_t* pf = prefetch ? src.prefetch_base(c0 + kPfAhead * C) : nullptr;
-  const int64_t per_group = t.group_size / L::kChannels, chunks = t.k / L::kChannels;
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const uint16_t* x[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) x[r] = static_cast<const uint16_t*>(t.x) + (r0 + r) * t.ldx;
-  const float* sc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) sc[c] = t.scales + (c0 + c) * t.groups;
-  for (int64_t g0 = 0; g0 < t.groups; g0 += 16) {
-    const __mmask16 m =
-        t.groups - g0 >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (t.groups - g0)) - 1);
-    __m512 xs[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) xs[r] = _mm512_maskz_loadu_ps(m, t.x_sums + (r0 + r) * t.groups + g0);
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512 z =
-          t.zeros ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, t.zeros + (c0 + c) * t.groups + g0), _mm512_set1_ps(16.0f))
-                  : _mm512_set1_ps(24.0f);
-      const __m512 sz = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, sc[c] + g0), z);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fnmadd_ps(sz, xs[r], acc[r][c]);
-    }
-  }
-  for (int64_t g = 0; g < t.groups; ++g) {
-    // Two partial sums per output, vectors 0, 2 and 1, 3 of each chunk: one chain of vdpbf16ps per output
-    // (6 cycles each on Zen 4) held the 1-row tile to half its issue rate.
-    __m512 part[2][R][C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) part[0][r][c] = part[1][r][c] = _mm512_setzero_ps();
-    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
-    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
-      if (prefetch)  // the weight rows kPfAhead micro-tiles on, as fast as these ones are read
-        for (int64_t b = 0; b < C * W::kBytesPerChunk; b += 64)
-          __builtin_prefetch(pf + chunk * C * W::kBytesPerChunk + b, 0, 2);
-      typename W::Raw raw[C];
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) raw[c] = src.raw(c0 + c, chunk);
-      int4_dots<0, R, C, L>(src, raw, x, c0, chunk, part);
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512 sv = _mm512_set1_ps(sc[c][g]);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        acc[r][c] = _mm512_fmadd_ps(_mm512_add_ps(part[0][r][c], part[1][r][c]), sv, acc[r][c]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
-}
-
-// Few rows (decode): four weight rows stream at once past the rows' activations, unpacked as they are
-// read. More rows: the tile's weights are unpacked once into a panel (in L2) of the form's vectors, then
-// micro-tiles run over it: 4 x 2 of vdpbf16ps; 2 x 3 in the FMA form, whose activation and weight
-// vectors take two registers each (18 accumulators leave room for 2 rows' pairs and a weight pair; 2 x 4
-// measured no faster and spilled).
-template <class L, Bf16DotForm F>
-void int4_tile_as(const Int4Tile& t) {
-  using Codes = FromCodes<L, F>;
-  const Codes codes{t.codes, t.code_ld, {}};
-  if (t.rows <= 2) {
-    prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 2)) * t.code_ld);
-    int64_t c = 0;
-    if (t.rows == 1) {
-      for (; c + 4 <= t.cols; c += 4) int4_micro<1, 4, L>(t, codes, 0, c);
-      for (; c < t.cols; ++c) int4_micro<1, 1, L>(t, codes, 0, c);
-    } else {
-      for (; c + 2 <= t.cols; c += 2) int4_micro<2, 2, L>(t, codes, 0, c);
-      for (; c < t.cols; ++c) int4_micro<2, 1, L>(t, codes, 0, c);
-    }
-    return;
-  }
-  using Panel = FromPanel<L, F>;
-  const int64_t chunks = t.k / L::kChannels, col_bytes = chunks * L::kVecs * Panel::kVecBytes;
-  thread_local std::vector<char> panel_buf;
-  char* panel = scratch_aligned(panel_buf, static_cast<size_t>(t.cols * col_bytes));
-  for (int64_t c = 0; c < t.cols; ++c)
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      char* dst = panel + c * col_bytes + chunk * L::kVecs * Panel::kVecBytes;
-      const __m512i lanes = codes.raw(c, chunk);
-      store_vec(dst, codes.template vec<0>(lanes, c, chunk));
-      store_vec(dst + Panel::kVecBytes, codes.template vec<1>(lanes, c, chunk));
-      if constexpr (L::kVecs == 4) {
-        store_vec(dst + 2 * Panel::kVecBytes, codes.template vec<2>(lanes, c, chunk));
-        store_vec(dst + 3 * Panel::kVecBytes, codes.template vec<3>(lanes, c, chunk));
-      }
-    }
-  const Panel from{panel, col_bytes};
-  constexpr int kRowsPer = F == Bf16DotForm::FmaPairs ? 2 : 4, kColsPer = F == Bf16DotForm::FmaPairs ? 3 : 2;
-  int64_t c = 0;
-  for (; c + kColsPer <= t.cols; c += kColsPer)
-    for_row_blocks<kRowsPer>(t.rows,
-                             [&](int64_t r, auto n) { int4_micro<decltype(n)::value, kColsPer, L>(t, from, r, c); });
-  for (; c < t.cols; ++c)
-    for_row_blocks<kRowsPer>(t.rows, [&](int64_t r, auto n) { int4_micro<decltype(n)::value, 1, L>(t, from, r, c); });
-}
-
-// Rows from which the FMA form's panel tile outruns vdpbf16ps on Intel (CpuPerf.DISABLED_QuantInt4Forms,
-// one Emerald Rapids core: 0.85x at 8 rows, 1.03x at 16, 1.17x at 64; its f32 panel costs twice the
-// bytes to build, and at 1-2 rows the vdpbf16ps decode tile is ahead by 7-12%).
-constexpr int64_t kFmaMinRows = 16;
-std::atomic<bool> g_form_by_rows{true};  // set_int4_form_by_rows
-
-// The form of Note [bf16 dot forms]; where both forms give the same bits (Intel), the faster one for
-// the tile's row count, else the chosen form for every tile (a row's bits must not depend on its batch).
-void int4_tile(const Int4Tile& t) {
-  const bool by_rows = bf16_dot_forms_agree() && g_form_by_rows.load(std::memory_order_relaxed);
-  const bool fma = bf16_dot_form() == Bf16DotForm::FmaPairs && (t.rows >= kFmaMinRows || !by_rows);
-  const bool wide = wide_layout(t.k, t.group_size);
-  if (fma)
-    wide ? int4_tile_as<Wide, Bf16DotForm::FmaPairs>(t) : int4_tile_as<Narrow, Bf16DotForm::FmaPairs>(t);
-  else
-    wide ? int4_tile_as<Wide, Bf16DotForm::Vdpbf16ps>(t) : int4_tile_as<Narrow, Bf16DotForm::Vdpbf16ps>(t);
-}
+#include "vendors/cpu/int4_avx512_impl.inc"
 
 const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile};
 
@@ -502,6 +190,39 @@ const QuantKernels kAmxKernels = {
     kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows};
 
 }  // namespace opchain::cpu::avx512q
+OPCHAIN_TARGET_END()
+
+// The Avx512 tier's int4 tile (Skylake-SP to Ice Lake: AVX-512 without AVX512_BF16): avx512q's FMA form,
+// the same operations built without AVX512_BF16, the activations rounded in integer lanes as
+// vcvtne2ps2bf16 does. It replaces the AVX2 tile there: twice the lanes per FMA and two operations per
+// 32 weights to unpack them instead of two per 8.
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+namespace opchain::cpu::avx512fq {
+
+#define OPCHAIN_BF16_DOT_FMA_ONLY 1
+#include "vendors/cpu/bf16_dot_forms.inc"
+
+// vcvtne2ps2bf16 in integer lanes: round to nearest even; a NaN keeps its top bits, made quiet; a zero or
+// denormal input becomes the zero of its sign (the instruction reads denormals as zero).
+inline __m256i round_to_bf16(__m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i magnitude = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), odd), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x00800000));
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40)));
+  r = _mm512_mask_mov_epi32(r, tiny, _mm512_srli_epi32(_mm512_andnot_si512(magnitude, b), 16));
+  return _mm512_cvtepi32_epi16(r);
+}
+inline __m512i round_pairs_to_bf16(__m512 hi, __m512 lo) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(round_to_bf16(lo)), round_to_bf16(hi), 1);
+}
+
+#include "vendors/cpu/int4_avx512_impl.inc"
+#undef OPCHAIN_BF16_DOT_FMA_ONLY
+
+}  // namespace opchain::cpu::avx512fq
 OPCHAIN_TARGET_END()
 
 // The fp8 tile (quant_simd.h): 64 codes per step become two vectors of 32 bf16 through a 128-entry
@@ -1068,12 +789,12 @@ const QuantKernels kKernels = {avx2q::kChunk, 4, avx2q::int4_prepare, avx2q::int
 }  // namespace opchain::cpu::avxvnniq
 OPCHAIN_TARGET_END()
 
-// Isa::Avx512 where the CPU has AVX512_VNNI (Cascade Lake, Ice Lake): the zmm int8 tile, and the AVX2
-// int4 tile (the zmm one needs AVX512_BF16). Only pointers: no target region of its own.
-namespace opchain::cpu::avx512vnniq {
-const QuantKernels kKernels = {avx2q::kChunk,        4, avx2q::int4_prepare, avx2q::int4_tile, avx512int8::int8_prepare,
-                               avx512int8::int8_tile};
-}  // namespace opchain::cpu::avx512vnniq
+// Isa::Avx512: the FMA form's int4 tile, and the zmm int8 tile where the CPU has AVX512_VNNI (Cascade
+// Lake, Ice Lake), else the AVX2 one (Skylake-SP).
+namespace opchain::cpu::avx512fq {
+const QuantKernels kVnniKernels = {kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile};
+const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, avx2q::int8_prepare, avx2q::int8_tile};
+}  // namespace opchain::cpu::avx512fq
 #endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
@@ -1145,10 +866,16 @@ const QuantKernels* quant_kernels() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
            __builtin_cpu_supports("avx512vnni");
   }();
+  static const bool avx512_bw = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  }();
   const QuantKernels* avx2 = avx_vnni_enabled() ? &avxvnniq::kKernels : &avx2q::kKernels;
   switch (active_isa()) {
-    case Isa::Avx512:  // the zmm int4 tile needs AVX512_BF16, which this tier does not have
-      return avx512_vnni ? &avx512vnniq::kKernels : avx2;
+    case Isa::Avx512:
+      if (!avx512_bw) return avx2;  // AVX-512F alone (Knights Landing): the AVX2 tiles
+      return avx512_vnni ? &avx512fq::kVnniKernels : &avx512fq::kKernels;
     case Isa::Avx512Bf16:
       return avx512_full ? &avx512q::kKernels : avx2;  // AVX512_BF16 without VNNI: the AVX2 tiles
     case Isa::Amx:

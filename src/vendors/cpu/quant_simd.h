@@ -6,7 +6,9 @@
 //     bf16 16 + q by two bit operations (exponent 4, q in the top mantissa bits), vdpbf16ps sums x (16 + q)
 //     exactly-multiplied, and (16 + zero) times the group's activation sum is taken back out; in the FMA
 //     form of Note [bf16 dot forms] (the default on Intel) the odd and even values 16 + q are made as f32
-//     and two FMAs replace each vdpbf16ps, with Intel's vdpbf16ps bits. On AVX2,
+//     and two FMAs replace each vdpbf16ps, with Intel's vdpbf16ps bits. The Avx512 tier (AVX-512 without
+//     AVX512_BF16: Skylake-SP to Ice Lake) runs the FMA form built without AVX512_BF16, the activations
+//     rounded in integer lanes as vcvtne2ps2bf16 does: the same bits (int4_avx512_impl.inc). On AVX2,
 //     where k and the groups are multiples of 64, a nibble becomes the f32 32 + q by a shift and an and per
 //     32 codes, a byte interleave with the exponent per 16 and a shift or an and per 8, f32 FMAs sum x (32
 //     + q) exactly-multiplied and (32 + zero) times the group sum is taken back out; other shapes widen 16
@@ -106,7 +108,7 @@ struct QuantKernels {
 // The kernels of the active ISA, or null where only the generic path exists.
 const QuantKernels* quant_kernels();
 
-// Where the two bf16 dot forms agree (bf16_dot_forms_agree()), the Avx512 int4 tile takes vdpbf16ps for
+// Where the two bf16 dot forms agree (bf16_dot_forms_agree()), the Avx512Bf16 int4 tile takes vdpbf16ps for
 // tiles of few rows even in the FmaPairs form, for speed, without changing a bit. Tests: false makes
 // every int4 tile take bf16_dot_form() itself, so the FMA form's few-row tiles run where they can be
 // checked against vdpbf16ps bit for bit.
