@@ -240,6 +240,45 @@ TEST(CpuBf16Dot, Avx512TierInt4TileGivesTheFmaFormBits) {
   cpu::set_int4_form_by_rows(true);
 }
 
+// An int4 weight whose groups the AVX-512 tiles' 64-channel chunk does not divide (GPTQ with groups of 16
+// or 32) runs the AVX2 tile on the AVX-512 tiers (QuantKernels::int4_other), not the generic f32 path:
+// the Avx2 tier's bits, for one row and for many.
+TEST(CpuBf16Dot, Int4NarrowGroupsTakeTheAvx2TileOnAvx512Tiers) {
+  RestoreCpu restore;
+  if (!cpu::isa_supported(cpu::Isa::Avx2)) GTEST_SKIP() << "no AVX2";
+  std::mt19937 g(25);
+  int tiers = 0;
+  for (const auto [in, group] : {std::pair<int64_t, int64_t>{1344, 32}, {1360, 16}})
+    for (int64_t rows : {1, 3, 16, 37}) {
+      auto q = std::make_shared<QuantParams>();
+      q->scheme = QuantScheme::Int4Group;
+      q->in_features = in;
+      q->group_size = group;
+      q->scales = rand_f32(g, {40, in / group}, 0.01f, 0.02f);
+      q->zeros = rand_f32(g, {40, in / group}, 6.0f, 9.0f);
+      Tensor codes = Tensor::empty(DType::U8, {40, in / 2});
+      for (int64_t i = 0; i < codes.numel(); ++i) codes.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+      const Weight w(codes, q);
+      const Tensor x = rand_f32(g, {rows, in}, -3.0f, 3.0f);
+      const auto k = kernel<OpType::Linear>(kCpuVendor, DType::U8);
+      auto run = [&](cpu::Isa isa) {
+        EXPECT_TRUE(cpu::set_active_isa(isa));
+        Tensor out = Tensor::empty(DType::F32, {rows, 40});
+        k.fn(LinearArgs{x, w.values, {}, out, MatmulPrecision::Quantized, w.quant.get()});
+        return out;
+      };
+      const Tensor want = run(cpu::Isa::Avx2);
+      for (cpu::Isa isa : {cpu::Isa::Avx512, cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
+        if (!cpu::isa_supported(isa)) continue;
+        ++tiers;
+        const Tensor got = run(isa);
+        EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0)
+            << cpu::isa_name(isa) << ", in " << in << ", group " << group << ", " << rows << " rows";
+      }
+    }
+  if (tiers == 0) GTEST_SKIP() << "no AVX-512 tier on this machine";
+}
+
 TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {
   RestoreCpu restore;
   std::mt19937 g(11);

@@ -29,14 +29,19 @@ struct Prepared {
   int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
   float* scales = nullptr;   // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
-  void* x4 = nullptr;        // Bf16 with an int4 weight the SIMD tile takes: QuantKernels::int4_prepare rows
-  float* x4_sums = nullptr;  // and their group sums, [rows, groups]
+  const QuantKernels* k4 = nullptr;  // Bf16 with an int4 weight a SIMD tile takes: whose (int4_kernels)
+  void* x4 = nullptr;                // and its int4_prepare rows
+  float* x4_sums = nullptr;          // and their group sums, [rows, groups]
 };
 
-// Whether the ISA's int4 tile runs this weight (else its rows are decoded into an f32 panel).
-bool int4_tile_fits(const QuantKernels* qk, const QuantParams& q, ActivationForm form) {
-  return qk && form == ActivationForm::Bf16 && q.scheme == QuantScheme::Int4Group && q.group_of.is_null() &&
-         q.group_size > 0 && q.in_features % qk->int4_chunk == 0 && q.group_size % qk->int4_chunk == 0;
+// The kernels whose int4 tile runs this weight: the ISA's, or the narrower ones it names
+// (QuantKernels::int4_other); null where none does (its rows are then decoded into an f32 panel).
+const QuantKernels* int4_kernels(const QuantKernels* qk, const QuantParams& q, ActivationForm form) {
+  if (form != ActivationForm::Bf16 || q.scheme != QuantScheme::Int4Group || !q.group_of.is_null() || q.group_size <= 0)
+    return nullptr;
+  for (const QuantKernels* k = qk; k; k = k->int4_other)
+    if (k->int4_tile && q.in_features % k->int4_chunk == 0 && q.group_size % k->int4_chunk == 0) return k;
+  return nullptr;
 }
 
 // Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
@@ -66,7 +71,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
   const int64_t in = q.in_features, cols = it.c1 - it.c0;
   if (a.x4) {
     Int4Tile t;
-    t.x = static_cast<const char*>(a.x4) + it.r0 * in * qk->int4_x_bytes;
+    t.x = static_cast<const char*>(a.x4) + it.r0 * in * a.k4->int4_x_bytes;
     t.ldx = in;
     t.codes = p.codes->data<uint8_t>() + it.c0 * p.codes->size(1);
     t.code_ld = p.codes->size(1);
@@ -80,7 +85,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
     t.ldo = p.ldo;
     t.rows = it.r1 - it.r0;
     t.cols = cols;
-    qk->int4_tile(t);
+    a.k4->int4_tile(t);
     add_bias(p, it);
     return;
   }
@@ -200,8 +205,8 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
       if (a.x4) {
         const int64_t groups = p.q->groups();
         for (int64_t r = r0; r < r1; ++r)
-          qk->int4_prepare(p.x + r * p.ldx, in, p.q->group_size, static_cast<char*>(a.x4) + r * in * qk->int4_x_bytes,
-                           a.x4_sums + r * groups);
+          a.k4->int4_prepare(p.x + r * p.ldx, in, p.q->group_size,
+                             static_cast<char*>(a.x4) + r * in * a.k4->int4_x_bytes, a.x4_sums + r * groups);
         return;
       }
       for (int64_t r = r0; r < r1; ++r) {
@@ -260,9 +265,9 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
     const int64_t in = p.q->in_features;
     Prepared& a = prep[i];
     a.form = activation_form(precision, p.q->act);
-    const bool int4_tile = int4_tile_fits(qk, *p.q, a.form);
-    if (int4_tile) {
-      x4_total += static_cast<size_t>(p.rows * in * qk->int4_x_bytes);
+    a.k4 = int4_kernels(qk, *p.q, a.form);
+    if (a.k4) {
+      x4_total += static_cast<size_t>(p.rows * in * a.k4->int4_x_bytes);
       scale_total += static_cast<size_t>(p.rows * p.q->groups());
     } else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group)
       val_total += static_cast<size_t>(p.rows * in);
@@ -306,10 +311,10 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         a.ld = p.ldx;
         continue;  // nothing to prepare
       case ActivationForm::Bf16:
-        if (int4_tile_fits(qk, *p.q, a.form)) {
+        if (a.k4) {
           a.x4 = x4;
           a.x4_sums = scales;
-          x4 += p.rows * in * qk->int4_x_bytes;
+          x4 += p.rows * in * a.k4->int4_x_bytes;
           scales += p.rows * p.q->groups();
           break;
         }

@@ -160,6 +160,10 @@ void int8_tile(const Int8Tile& t) {
 }  // namespace opchain::cpu::avx512int8
 OPCHAIN_TARGET_END()
 
+namespace opchain::cpu::avx2q {
+extern const QuantKernels kKernels;  // the AVX-512 tables' int4_other (below)
+}  // namespace opchain::cpu::avx2q
+
 OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
 namespace opchain::cpu::avx512q {
 
@@ -172,7 +176,8 @@ inline __m512i round_pairs_to_bf16(__m512 hi, __m512 lo) {
 
 #include "vendors/cpu/int4_avx512_impl.inc"
 
-const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile};
+const QuantKernels kKernels = {kChunk,  2, int4_prepare,    int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile,
+                               nullptr, 0, &avx2q::kKernels};
 
 // Isa::Amx: the AMX tile where quant_gemm packed the rows, else the vpdpbusd one (the same bits).
 // Problems of fewer than 4 rows stay on vpdpbusd: a 16 x 16 TDPBSSD then does 1 to 3 useful columns in
@@ -187,7 +192,8 @@ void int8_tile_amx(const Int8Tile& t) {
 }
 constexpr int64_t kAmxPackRows = 4;
 const QuantKernels kAmxKernels = {
-    kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows};
+    kChunk,          2, int4_prepare, int4_tile, avx512int8::int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows,
+    &avx2q::kKernels};
 
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
@@ -792,8 +798,10 @@ OPCHAIN_TARGET_END()
 // Isa::Avx512: the FMA form's int4 tile, and the zmm int8 tile where the CPU has AVX512_VNNI (Cascade
 // Lake, Ice Lake), else the AVX2 one (Skylake-SP).
 namespace opchain::cpu::avx512fq {
-const QuantKernels kVnniKernels = {kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile};
-const QuantKernels kKernels = {kChunk, 2, int4_prepare, int4_tile, avx2q::int8_prepare, avx2q::int8_tile};
+const QuantKernels kVnniKernels = {
+    kChunk, 2, int4_prepare, int4_tile, avx512int8::int8_prepare, avx512int8::int8_tile, nullptr, 0, &avx2q::kKernels};
+const QuantKernels kKernels = {kChunk,  2, int4_prepare,    int4_tile, avx2q::int8_prepare, avx2q::int8_tile,
+                               nullptr, 0, &avx2q::kKernels};
 }  // namespace opchain::cpu::avx512fq
 #endif  // OPCHAIN_CPU_X86
 

@@ -103,6 +103,10 @@ struct QuantKernels {
   // `rows` zero. quant_gemm packs problems of at least int8_pack_rows rows and passes Int8Tile::xp.
   void (*int8_pack)(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out) = nullptr;
   int64_t int8_pack_rows = 0;
+  // Optional: the kernels whose int4 tile takes an int4 weight that int4_chunk does not divide (groups of
+  // 16 or 32 under a 64-channel chunk), before the generic path would. A weight's every row takes the
+  // same tile, so results stay batch invariant.
+  const QuantKernels* int4_other = nullptr;
 };
 
 // The kernels of the active ISA, or null where only the generic path exists.
