@@ -44,6 +44,11 @@
  *  - memory hooks (oc_memory_hooks): where present, every tensor the host hands the plugin (fields,
  *    weights, metadata tensors) is a copy in memory the plugin allocated (OC_DEVICE_PLUGIN), copied
  *    in before the call and, for the tensors the op writes, copied back after it.
+ *
+ * ABI 1.2 appends input_order to oc_quant_params: int4 weights of act-order checkpoints have their
+ * columns sorted by group at load. A 1.0 or 1.1 plugin loads and runs unchanged; arrays of
+ * oc_quant_params reach it at its own struct's stride, and a weight with input_order is refused to it
+ * with a message.
  */
 #ifndef OPCHAIN_VENDOR_ABI_H
 #define OPCHAIN_VENDOR_ABI_H
@@ -56,7 +61,7 @@ extern "C" {
 #endif
 
 #define OPCHAIN_VENDOR_ABI_MAJOR 1
-#define OPCHAIN_VENDOR_ABI_MINOR 1
+#define OPCHAIN_VENDOR_ABI_MINOR 2
 #define OPCHAIN_VENDOR_ENTRY_SYMBOL "opchain_vendor_plugin_init"
 
 #if defined(_WIN32)
@@ -184,7 +189,11 @@ typedef struct oc_quant_params {
   int64_t act_group;   /* OC_ACT_FP8_GROUP: channels per activation scale */
   oc_tensor scales;    /* f32 [out, groups] */
   oc_tensor zeros;     /* f32 [out, groups], or empty: 0 (int8 channel), 8 (int4 group) */
-  oc_tensor group_of;  /* i32 [in] or empty: each input channel's scale column (GPTQ act-order) */
+  oc_tensor group_of;  /* i32 [in] or empty: each code column's scale column (else column / group_size) */
+  /* 1.2: i32 [in] or empty: the input channel each code column holds (else the column itself). An
+   * act-order checkpoint's int4 columns sorted by group at load; a plugin older than 1.2 is refused
+   * such a weight, and arrays of this struct reach it at its own, shorter stride. */
+  oc_tensor input_order;
 } oc_quant_params;
 
 /* 1.1: a list of tensors, e.g. one weight per expert. */

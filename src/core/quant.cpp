@@ -39,6 +39,7 @@ std::string QuantParams::describe() const {
   if (scheme == QuantScheme::Int4Group || scheme == QuantScheme::Fp8Block) s += " " + std::to_string(group_size);
   if (!zeros.is_null()) s += " asym";
   if (!group_of.is_null()) s += " g_idx";
+  if (!input_order.is_null()) s += " sorted";
   return s + " (activations " + act_quant_name(act) + ")";
 }
 
@@ -91,7 +92,7 @@ Weight gather(const std::vector<std::pair<const Weight*, std::pair<int64_t, int6
     const QuantParams& b = *w->quant;
     if (!w->quant || a.scheme != b.scheme || a.in_features != b.in_features || a.group_size != b.group_size ||
         a.act != b.act || a.act_group != b.act_group || a.zeros.is_null() != b.zeros.is_null() ||
-        !same_tensor_contents(a.group_of, b.group_of))
+        !same_tensor_contents(a.group_of, b.group_of) || !same_tensor_contents(a.input_order, b.input_order))
       throw FormatError("cannot stack a " + (w->quant ? w->quant->describe() : std::string("dense")) +
                         " weight under a " + a.describe() + " one: stacked layers must be quantised alike");
   }
@@ -137,6 +138,36 @@ Tensor copy_cols(const Tensor& t, int64_t begin, int64_t end, size_t elem_bytes)
   return out;
 }
 
+// Input channels [begin, end) of an int4 weight whose columns were sorted by group (input_order), back
+// in channel order with each channel's group in group_of: a shard holds part of each group, so its
+// columns cannot be sorted into whole groups again.
+Weight unsorted_int4_cols(const Weight& w, int64_t begin, int64_t end) {
+  const QuantParams& q = *w.quant;
+  const int64_t in = q.in_features, width = end - begin, row_bytes = w.values.size(1);
+  const int32_t* order = q.input_order.data<int32_t>();
+  std::vector<int64_t> column_of(static_cast<size_t>(in));
+  for (int64_t j = 0; j < in; ++j) column_of[static_cast<size_t>(order[j])] = j;
+  auto out_q = std::make_shared<QuantParams>(q);
+  out_q->in_features = width;
+  out_q->input_order = Tensor();
+  out_q->group_of = Tensor::empty(DType::I32, {width});
+  for (int64_t k = begin; k < end; ++k)
+    out_q->group_of.data<int32_t>()[k - begin] =
+        static_cast<int32_t>(q.group_of_column(column_of[static_cast<size_t>(k)]));
+  const int64_t rows = w.rows(), out_bytes = (width + 1) / 2;
+  Tensor codes = Tensor::empty(DType::U8, {rows, out_bytes});
+  std::memset(codes.raw(), 0, codes.nbytes());
+  for (int64_t o = 0; o < rows; ++o) {
+    const uint8_t* src = w.values.data<uint8_t>() + o * row_bytes;
+    uint8_t* dst = codes.data<uint8_t>() + o * out_bytes;
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t j = column_of[static_cast<size_t>(k)], d = k - begin;
+      dst[d / 2] |= static_cast<uint8_t>(((src[j / 2] >> ((j & 1) * 4)) & 0xf) << ((d & 1) * 4));
+    }
+  }
+  return Weight(codes, out_q);
+}
+
 }  // namespace
 
 Weight select_cols(const Weight& w, int64_t begin, int64_t end) {
@@ -145,6 +176,7 @@ Weight select_cols(const Weight& w, int64_t begin, int64_t end) {
     throw FormatError("column range [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside " + w.desc());
   if (!w.quant) return Weight(copy_cols(w.values, begin, end, dtype_size(w.dtype())));
   const QuantParams& q = *w.quant;
+  if (!q.input_order.is_null()) return unsorted_int4_cols(w, begin, end);
   auto out_q = std::make_shared<QuantParams>(q);
   out_q->in_features = end - begin;
   const auto need = [&](bool ok, const std::string& rule) {
@@ -196,10 +228,11 @@ void dequantize_row(const Tensor& codes, const QuantParams& q, int64_t o, float*
   switch (q.scheme) {
     case QuantScheme::Int4Group: {
       const uint8_t* row = codes.data<uint8_t>() + o * codes.size(1);
-      for (int64_t k = 0; k < in; ++k) {
-        const int64_t g = q.group_of_channel(k);
-        const float code = static_cast<float>((row[k / 2] >> ((k & 1) * 4)) & 0xf);
-        out[k] = (code - (zero ? zero[g] : 8.0f)) * scale[g];
+      const int32_t* order = q.input_order.is_null() ? nullptr : q.input_order.data<int32_t>();
+      for (int64_t j = 0; j < in; ++j) {
+        const int64_t g = q.group_of_column(j);
+        const float code = static_cast<float>((row[j / 2] >> ((j & 1) * 4)) & 0xf);
+        out[order ? order[j] : j] = (code - (zero ? zero[g] : 8.0f)) * scale[g];
       }
       return;
     }

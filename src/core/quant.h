@@ -5,9 +5,13 @@
 // docs/quantization.md), the loader converts it once into one canonical form per scheme, in which
 // every output row is self-contained, so rows can be selected, split and stacked like a dense
 // weight's (q/gate splits, gate/up stacking, Qwen3-Next's regrouping):
-//   Int4Group    codes u8 [out, ceil(in/2)]: two unsigned 4-bit codes per byte, the even input channel
-//                in the low nibble; w = (code - zero[o, g]) * scale[o, g], g = group_of[k] when given
-//                (GPTQ act-order), else k / group_size.
+//   Int4Group    codes u8 [out, ceil(in/2)]: two unsigned 4-bit codes per byte, the even code column
+//                in the low nibble; column j's w = (code - zero[o, g]) * scale[o, g], g = group_of[j]
+//                when given, else j / group_size. Column j is input channel input_order[j] when given,
+//                else j. An act-order checkpoint (GPTQ desc_act, compressed-tensors actorder group)
+//                assigns channels to groups out of order; the loader sorts its columns by group
+//                (input_order) so every group is contiguous again, as kernels want, and keeps the
+//                channel-order map group_of only where sorting cannot give whole groups of group_size.
 //   Int8Channel  codes i8 [out, in]; w = (code - zero[o]) * scale[o] (zero empty: 0).
 //   Fp8Block     codes f8e4m3 [out, in]; w = fp8(code) * scale[o, k / group_size] (each row holds its
 //                block row's scales, so partial edge blocks need nothing special).
@@ -41,14 +45,18 @@ struct QuantParams {
   int64_t group_size = 0;  // input channels per scale column (Int4Group, Fp8Block); 0 = all
   Tensor scales;           // f32 [out, groups] (groups = 1 for the channel schemes)
   Tensor zeros;            // f32 [out, groups], or null: 0 (Int8Channel), 8 (Int4Group: symmetric)
-  Tensor group_of;         // i32 [in] or null: each input channel's scale column (GPTQ act-order)
+  Tensor group_of;         // i32 [in] or null: each code column's scale column (unsortable act-order maps)
+  Tensor input_order;      // i32 [in] or null: the input channel each code column holds (sorted act-order)
   ActQuant act = ActQuant::None;
   int64_t act_group = 0;  // Fp8Group: channels per activation scale (the weight's block, or in_features)
 
   int64_t groups() const { return scales.is_null() ? 0 : scales.size(1); }
-  int64_t group_of_channel(int64_t k) const {
-    return !group_of.is_null() ? group_of.data<int32_t>()[k] : group_size > 0 ? k / group_size : 0;
+  // Code column j's scale column.
+  int64_t group_of_column(int64_t j) const {
+    return !group_of.is_null() ? group_of.data<int32_t>()[j] : group_size > 0 ? j / group_size : 0;
   }
+  // Whether each group's columns are contiguous, group_size wide (what SIMD tiles need).
+  bool contiguous_groups() const { return group_of.is_null() && group_size > 0; }
   std::string describe() const;  // "int4 group 128 (act none)"
 };
 

@@ -1,5 +1,6 @@
 #include "io/linear_weights.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -124,21 +125,53 @@ void set_zeros(QuantParams& q, const std::vector<float>& zeros, const Shape& s, 
     }
 }
 
-// An act-order group map, kept only when it is not k / group_size.
-void set_group_map(const Layer& L, QuantParams& q, const std::string& suffix, int64_t groups, const std::string& rule) {
+// An act-order group map (none when it is k / group_size). Where every group holds group_size channels
+// (the last what is left), as GPTQ's and llm-compressor's maps do, the code columns are sorted by group
+// (stable, so each group keeps its channels' order) and the order kept in input_order; otherwise the map
+// stays as group_of (Note [Quantised weights]).
+void set_group_map(const Layer& L, QuantParams& q, Tensor& codes, const std::string& suffix, int64_t groups,
+                   const std::string& rule) {
   if (!L.has(suffix)) return;
   const std::vector<int64_t> g = L.ints(suffix, {DType::I32, DType::I64}, {L.in}, rule);
   bool trivial = true;
+  std::vector<int64_t> members(static_cast<size_t>(groups), 0);
   for (int64_t k = 0; k < L.in; ++k) {
     if (g[static_cast<size_t>(k)] < 0 || g[static_cast<size_t>(k)] >= groups)
       L.fail(suffix, "maps input channel " + std::to_string(k) + " to group " +
                          std::to_string(g[static_cast<size_t>(k)]) + ", outside the " + std::to_string(groups) +
                          " groups of its scales (" + rule + ")");
     trivial = trivial && g[static_cast<size_t>(k)] == k / q.group_size;
+    ++members[static_cast<size_t>(g[static_cast<size_t>(k)])];
   }
   if (trivial) return;
-  q.group_of = Tensor::empty(DType::I32, {L.in});
-  for (int64_t k = 0; k < L.in; ++k) q.group_of.data<int32_t>()[k] = static_cast<int32_t>(g[static_cast<size_t>(k)]);
+  bool whole = true;
+  for (int64_t gi = 0; gi < groups; ++gi)
+    whole = whole && members[static_cast<size_t>(gi)] == std::min(q.group_size, L.in - gi * q.group_size);
+  if (!whole) {
+    q.group_of = Tensor::empty(DType::I32, {L.in});
+    for (int64_t k = 0; k < L.in; ++k) q.group_of.data<int32_t>()[k] = static_cast<int32_t>(g[static_cast<size_t>(k)]);
+    return;
+  }
+  q.input_order = Tensor::empty(DType::I32, {L.in});
+  int32_t* order = q.input_order.data<int32_t>();
+  std::vector<int64_t> next(static_cast<size_t>(groups));  // each group's next column
+  for (int64_t gi = 0; gi < groups; ++gi) next[static_cast<size_t>(gi)] = gi * q.group_size;
+  for (int64_t k = 0; k < L.in; ++k)
+    order[next[static_cast<size_t>(g[static_cast<size_t>(k)])]++] = static_cast<int32_t>(k);
+  const int64_t row_bytes = codes.size(1);
+  Tensor sorted = Tensor::empty(DType::U8, codes.shape());
+  std::memset(sorted.raw(), 0, sorted.nbytes());
+  const uint8_t* src = codes.data<uint8_t>();
+  uint8_t* dst = sorted.data<uint8_t>();
+  ThreadPool::global().parallel_for(L.out, [&](int, int64_t o0, int64_t o1) {
+    for (int64_t o = o0; o < o1; ++o)
+      for (int64_t j = 0; j < L.in; ++j) {
+        const int64_t k = order[j];
+        const uint8_t code = (src[o * row_bytes + k / 2] >> ((k & 1) * 4)) & 0xf;
+        dst[o * row_bytes + j / 2] |= static_cast<uint8_t>(code << ((j & 1) * 4));
+      }
+  });
+  codes = sorted;
 }
 
 // Per-row scales of a block grid [ceil(out / bn), ceil(in / bk)]: each row carries its block row's.
@@ -219,7 +252,7 @@ Weight gptq_linear(const Layer& L) {
           static_cast<float>(((word >> (4 * (o % 8))) & 0xf) + (c.gptq_v2 ? 0 : 1));
     }
   set_zeros(*q, zeros, {L.out, groups}, 8.0f);
-  set_group_map(L, *q, "g_idx", groups, "gptq: g_idx int32 [in], each input channel's group");
+  set_group_map(L, *q, codes, "g_idx", groups, "gptq: g_idx int32 [in], each input channel's group");
   L.w.release(L.name("qweight"));  // converted: the mapping's copy need not stay resident
   return Weight(codes, q);
 }
@@ -373,7 +406,7 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
                 (static_cast<uint32_t>(zp[static_cast<size_t>((o / 8) * groups + gi)]) >> (4 * (o % 8))) & 0xf);
         set_zeros(*q, zeros, {L.out, groups}, 8.0f);
       }
-      set_group_map(L, *q, "weight_g_idx", groups,
+      set_group_map(L, *q, codes, "weight_g_idx", groups,
                     "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
       L.w.release(L.name("weight_packed"));
       return Weight(codes, q);
@@ -447,7 +480,7 @@ Weight ct_linear(const Layer& L, const CtScheme& s) {
           static_cast<uint8_t>(codes_u[static_cast<size_t>(o * L.in + k)] << (4 * (k & 1)));
   for (float& z : zeros) z += static_cast<float>(offset);
   if (!zeros.empty()) set_zeros(*q, zeros, {L.out, groups}, 8.0f);
-  set_group_map(L, *q, "weight_g_idx", groups,
+  set_group_map(L, *q, codes, "weight_g_idx", groups,
                 "compressed-tensors: weight_g_idx int32 [in], each input channel's group");
   return Weight(codes, q);
 }

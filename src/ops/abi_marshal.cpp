@@ -1,5 +1,7 @@
 #include "ops/abi_marshal.h"
 
+#include <cstddef>
+#include <cstring>
 #include <deque>
 
 #include "core/error.h"
@@ -12,6 +14,8 @@ static_assert(static_cast<int>(MoeCommType::Local) == OC_MOE_COMM_LOCAL &&
                   static_cast<int>(MoeCommType::AllGather) == OC_MOE_COMM_ALLGATHER &&
                   static_cast<int>(MoeCommType::AllToAll) == OC_MOE_COMM_ALLTOALL,
               "oc_moe_comm_type numbers are MoeCommType's");
+// A 1.1 plugin's oc_quant_params ends at group_of (plugin_array relies on it).
+static_assert(offsetof(oc_quant_params, input_order) == offsetof(oc_quant_params, group_of) + sizeof(oc_tensor));
 static_assert(static_cast<int>(QuantScheme::Int4Group) == OC_QUANT_INT4_GROUP &&
                   static_cast<int>(QuantScheme::Int8Channel) == OC_QUANT_INT8_CHANNEL &&
                   static_cast<int>(QuantScheme::Fp8Block) == OC_QUANT_FP8_BLOCK &&
@@ -181,6 +185,25 @@ void CallMarshal::fill_quant(oc_quant_params& c, const QuantParams& q) {
   c.scales = tensor(q.scales, Role::In);
   c.zeros = tensor(q.zeros, Role::In);
   c.group_of = tensor(q.group_of, Role::In);
+  if (!q.input_order.is_null()) {
+    if (p_.abi_minor < 2)
+      throw VendorPluginError(plugin_label(p_) + ": a " + q.describe() +
+                              " weight has its input channels sorted by group (input_order, vendor ABI 1.2), "
+                              "which a plugin built against vendor ABI 1." +
+                              std::to_string(p_.abi_minor) + " cannot read; build it against vendor ABI 1.2 or later");
+    c.input_order = tensor(q.input_order, Role::In);
+  }
+}
+
+// An array of oc_quant_params as the plugin reads it: a plugin older than 1.2 steps through it with
+// its own, shorter struct, so each element is moved down to that stride.
+const oc_quant_params* CallMarshal::plugin_array(std::vector<oc_quant_params>& arr) const {
+  if (p_.abi_minor >= 2) return arr.data();
+  constexpr size_t kStride11 = offsetof(oc_quant_params, input_order);
+  char* base = reinterpret_cast<char*>(arr.data());
+  for (size_t i = 1; i < arr.size(); ++i)
+    std::memmove(base + i * kStride11, base + i * sizeof(oc_quant_params), kStride11);
+  return arr.data();
 }
 
 const oc_quant_params* CallMarshal::quant(const QuantParams& q) {
@@ -199,7 +222,7 @@ const oc_quant_list* CallMarshal::quant_list(const std::vector<std::shared_ptr<c
       arr[i] = oc_quant_params{};
   }
   oc_quant_list& c = take(s_->quant_lists, s_->n_quant_lists);
-  c = oc_quant_list{arr.size(), arr.data()};
+  c = oc_quant_list{arr.size(), plugin_array(arr)};
   return &c;
 }
 
@@ -234,7 +257,7 @@ const oc_expert_weights* CallMarshal::experts(const ExpertWeights& w) {
       std::vector<oc_quant_params>& arr = take(s_->quant_arrays, s_->n_quant_arrays);
       arr.resize(qs.size());
       for (size_t i = 0; i < qs.size(); ++i) fill_quant(arr[i], *qs[i]);
-      return arr.data();
+      return plugin_array(arr);
     };
     c.gate_q = params(w.gate_q);
     c.up_q = params(w.up_q);

@@ -155,6 +155,7 @@ class CallMarshal {
   const oc_quant_params* quant(const QuantParams& q);
   const oc_quant_list* quant_list(const std::vector<std::shared_ptr<const QuantParams>>& qs);
   void fill_quant(oc_quant_params& c, const QuantParams& q);
+  const oc_quant_params* plugin_array(std::vector<oc_quant_params>& arr) const;
 
   const PluginRuntime& p_;
   bool stage_;

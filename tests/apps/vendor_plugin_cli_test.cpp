@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli_run.h"
+#include "opchain/vendor_abi.h"
 
 namespace opchain {
 namespace {
@@ -155,10 +156,9 @@ TEST(VendorPluginCli, BrokenPluginIsOneLine) {
   const auto r = test::run_opchain("generate --model " + test::model_dir("trained-qwen3-moe") +
                                    " --prompt x --vendor-plugin " + path + " --vendor brokenplug");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err,
-            "opchain: error: vendor plugin " + path +
-                ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must match; rebuild the "
-                "plugin against this opchain's vendor_abi.h)\n");
+  EXPECT_EQ(r.err, "opchain: error: vendor plugin " + path + ": built against vendor ABI 2.0, this opchain speaks 1." +
+                       std::to_string(OPCHAIN_VENDOR_ABI_MINOR) +
+                       " (major versions must match; rebuild the plugin against this opchain's vendor_abi.h)\n");
 }
 
 }  // namespace

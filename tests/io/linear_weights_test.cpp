@@ -150,6 +150,73 @@ TEST_F(LinearWeights, EveryFormatReadsBackToTheWeightItQuantised) {
   }
 }
 
+// An act-order layer whose groups each hold group_size channels (as GPTQ's do) has its code columns
+// sorted by group: column j holds channel input_order[j], whose g_idx is j / group_size, the codes moved
+// with it. Row-parallel shards of it (select_cols) come back in channel order with their group map.
+// A map with uneven groups cannot be sorted into whole groups and stays as group_of.
+TEST_F(LinearWeights, ActOrderColumnsAreSortedByGroup) {
+  QuantFormatOptions o;
+  o.format = QuantFormat::Gptq;
+  o.group_size = 24;
+  o.symmetric = false;
+  o.act_order = true;
+  const int64_t out = 40, in = 72;
+  const std::vector<float> w = random_weight(out, in, 11);
+  const auto decls = quantized_linear_decls(o, "layer", out, in);
+  auto tensors = quantize_linear(o, w.data(), out, in);
+  size_t gi = 0;
+  while (decls[gi].name != "layer.g_idx") ++gi;
+  const std::vector<int32_t> g_idx(tensors[gi].data<int32_t>(), tensors[gi].data<int32_t>() + in);
+  std::vector<std::pair<TensorDecl, Tensor>> items;
+  for (size_t i = 0; i < decls.size(); ++i) items.push_back({decls[i], tensors[i]});
+  write(items, quantization_config_json(o, {}));
+  Tensor sorted_deq;
+  {
+    const WeightStore store(dir_.string());
+    const Weight q = load_linear(store, "layer", out, in);
+    ASSERT_FALSE(q.quant->input_order.is_null());
+    EXPECT_TRUE(q.quant->group_of.is_null());
+    const int32_t* order = q.quant->input_order.data<int32_t>();
+    std::vector<int> seen(static_cast<size_t>(in), 0);
+    for (int64_t j = 0; j < in; ++j) {
+      ASSERT_GE(order[j], 0);
+      ASSERT_LT(order[j], in);
+      ++seen[static_cast<size_t>(order[j])];
+      EXPECT_EQ(g_idx[static_cast<size_t>(order[j])], j / 24) << "column " << j;
+      if (j > 0 && j % 24 != 0) EXPECT_LT(order[j - 1], order[j]) << "a group keeps its channels' order";
+    }
+    for (int64_t k = 0; k < in; ++k) EXPECT_EQ(seen[static_cast<size_t>(k)], 1) << "channel " << k;
+    sorted_deq = dequantize(q);
+    EXPECT_LT(row_relative_error(sorted_deq, w, out, in), 1.0f / 15 + 1e-3f);
+    for (const auto [b, e] : {std::pair<int64_t, int64_t>{0, 36}, {36, 72}, {10, 47}}) {
+      const Weight shard = select_cols(q, b, e);
+      EXPECT_TRUE(shard.quant->input_order.is_null());
+      ASSERT_FALSE(shard.quant->group_of.is_null());
+      EXPECT_EQ(shard.cols(), e - b);
+      const Tensor part = dequantize(shard);
+      for (int64_t r = 0; r < out; ++r)
+        for (int64_t k = b; k < e; ++k)
+          ASSERT_EQ(part.data<float>()[r * (e - b) + k - b], sorted_deq.data<float>()[r * in + k])
+              << "row " << r << ", channel " << k << ", shard [" << b << ", " << e << ")";
+    }
+  }
+  // Channel c moves from its group to another: one group of 25, one of 23.
+  int64_t c = 0, other = 0;
+  while (g_idx[static_cast<size_t>(other)] == g_idx[static_cast<size_t>(c)]) ++other;
+  tensors[gi].data<int32_t>()[c] = g_idx[static_cast<size_t>(other)];
+  items.clear();
+  for (size_t i = 0; i < decls.size(); ++i) items.push_back({decls[i], tensors[i]});
+  write(items, quantization_config_json(o, {}));
+  const WeightStore store(dir_.string());
+  const Weight q = load_linear(store, "layer", out, in);
+  EXPECT_TRUE(q.quant->input_order.is_null());
+  ASSERT_FALSE(q.quant->group_of.is_null());
+  const Tensor uneven = dequantize(q);
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t k = 0; k < in; ++k)
+      if (k != c) ASSERT_EQ(uneven.data<float>()[r * in + k], sorted_deq.data<float>()[r * in + k]);
+}
+
 TEST_F(LinearWeights, ActivationsFollowTheFormat) {
   const std::vector<float> w = random_weight(16, 64, 3);
   auto act_of = [&](QuantFormat f) {

@@ -279,6 +279,51 @@ TEST(CpuBf16Dot, Int4NarrowGroupsTakeTheAvx2TileOnAvx512Tiers) {
   if (tiers == 0) GTEST_SKIP() << "no AVX-512 tier on this machine";
 }
 
+// An act-order int4 weight, its columns sorted by group at load (QuantParams::input_order), runs the
+// tier's SIMD int4 tile on activations gathered into the columns' order: the bits of the same codes
+// without the order, multiplied by activations permuted beforehand. The generic path (each tile
+// dequantised into an f32 panel) sums in another order and would not give them. Every SIMD tier; groups
+// the AVX-512 chunk takes (64, 128) and one it leaves to the AVX2 tile (32); decode and panel rows.
+TEST(CpuBf16Dot, SortedInt4ColumnsRunTheTileOnGatheredActivations) {
+  RestoreCpu restore;
+  std::mt19937 g(26);
+  int tiers = 0;
+  for (const CpuPath& path : cpu_paths()) {
+    if (path.isa == cpu::Isa::Generic) continue;  // no int4 tile: the f32 panel on either side
+    ++tiers;
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
+    for (const auto [in, group] : {std::pair<int64_t, int64_t>{1024, 128}, {1344, 64}, {1344, 32}})
+      for (int64_t rows : {1, 3, 16, 37}) {
+        auto plain = std::make_shared<QuantParams>();
+        plain->scheme = QuantScheme::Int4Group;
+        plain->in_features = in;
+        plain->group_size = group;
+        plain->scales = rand_f32(g, {40, in / group}, 0.01f, 0.02f);
+        plain->zeros = rand_f32(g, {40, in / group}, 6.0f, 9.0f);
+        auto sorted = std::make_shared<QuantParams>(*plain);
+        std::vector<int32_t> order = iota_i32(static_cast<int32_t>(in));
+        std::shuffle(order.begin(), order.end(), g);
+        sorted->input_order = Tensor::empty(DType::I32, {in});
+        std::copy(order.begin(), order.end(), sorted->input_order.data<int32_t>());
+        Tensor codes = Tensor::empty(DType::U8, {40, in / 2});
+        for (int64_t i = 0; i < codes.numel(); ++i) codes.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+        const Tensor x = rand_f32(g, {rows, in}, -3.0f, 3.0f);
+        Tensor gathered = Tensor::empty(DType::F32, {rows, in});
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < in; ++j)
+            gathered.data<float>()[r * in + j] = x.data<float>()[r * in + order[static_cast<size_t>(j)]];
+        const auto k = kernel<OpType::Linear>(kCpuVendor, DType::U8);
+        Tensor want = Tensor::empty(DType::F32, {rows, 40}), got = Tensor::empty(DType::F32, {rows, 40});
+        k.fn(LinearArgs{gathered, codes, {}, want, MatmulPrecision::Quantized, plain.get()});
+        k.fn(LinearArgs{x, codes, {}, got, MatmulPrecision::Quantized, sorted.get()});
+        EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0)
+            << "in " << in << ", group " << group << ", " << rows << " rows";
+      }
+  }
+  if (tiers == 0) GTEST_SKIP() << "no SIMD tier on this machine";
+}
+
 TEST(CpuBf16Dot, FusedMoeMatchesBf16ReferenceAndBatchInvariant) {
   RestoreCpu restore;
   std::mt19937 g(11);

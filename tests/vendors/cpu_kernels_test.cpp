@@ -247,9 +247,10 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
     ASSERT_TRUE(select_path(path));
     for (auto [dt, variant, out_f] :
          {std::tuple{DType::U8, 0, 72}, std::tuple{DType::U8, 1, 72}, std::tuple{DType::U8, 3, 72},
-          std::tuple{DType::U8, 4, 72}, std::tuple{DType::I8, 1, 72}, std::tuple{DType::U8, 0, 8200},
-          std::tuple{DType::U8, 4, 8200}, std::tuple{DType::I8, 1, 8200}, std::tuple{DType::F8E4M3, 1, 72},
-          std::tuple{DType::F8E4M3, 4, 72}, std::tuple{DType::F8E4M3, 4, 8200}}) {
+          std::tuple{DType::U8, 4, 72}, std::tuple{DType::U8, 5, 72}, std::tuple{DType::I8, 1, 72},
+          std::tuple{DType::U8, 0, 8200}, std::tuple{DType::U8, 5, 8200}, std::tuple{DType::U8, 4, 8200},
+          std::tuple{DType::I8, 1, 8200}, std::tuple{DType::F8E4M3, 1, 72}, std::tuple{DType::F8E4M3, 4, 72},
+          std::tuple{DType::F8E4M3, 4, 8200}}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant) + " out " +
                    std::to_string(out_f));
       const Weight w = make_quant_weight(g, dt, variant, out_f, in);

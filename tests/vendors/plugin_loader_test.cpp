@@ -4,10 +4,12 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
 
 #include "core/error.h"
 #include "opchain/vendor_abi.h"
+#include "ops/abi_marshal.h"
 #include "ops/op_table.h"
 #include "ops/registry.h"
 #include "vendors/builtin_vendors.h"
@@ -127,9 +129,9 @@ TEST(PluginLoader, KernelErrorNamesPluginVendorKeyAndDtype) {
 TEST(PluginLoader, WrongMajorVersion) {
   const std::string path = plugin("test_plugin_wrong_major");
   EXPECT_EQ(load_error(path, "brokenplug"),
-            "vendor plugin " + path +
-                ": built against vendor ABI 2.0, this opchain speaks 1.1 (major versions must "
-                "match; rebuild the plugin against this opchain's vendor_abi.h)");
+            "vendor plugin " + path + ": built against vendor ABI 2.0, this opchain speaks 1." +
+                std::to_string(OPCHAIN_VENDOR_ABI_MINOR) +
+                " (major versions must match; rebuild the plugin against this opchain's vendor_abi.h)");
 }
 
 TEST(PluginLoader, MissingEntrySymbol) {
@@ -333,6 +335,62 @@ TEST(PluginLoader, FieldTableMatchesTheSchemas) {
   EXPECT_EQ(lin[5].role, Role::Out);
   EXPECT_EQ(abi_unmarshallable_field(OpType::Linear), nullptr);
   EXPECT_EQ(abi_unmarshallable_field(OpType::PagedDecodeAttention), nullptr);
+}
+
+// ABI 1.2 appended input_order to oc_quant_params: a 1.1 plugin steps through an array of them with its
+// shorter struct, so the host lays each array out at the plugin's stride; a weight whose columns were
+// sorted by group reaches a 1.2 plugin with its order and is refused to an older one with a message.
+TEST(PluginLoader, QuantParamsReachEachMinorAtItsStride) {
+  std::vector<std::shared_ptr<const QuantParams>> qs;
+  for (int64_t i = 0; i < 3; ++i) {
+    auto q = std::make_shared<QuantParams>();
+    q->scheme = QuantScheme::Int4Group;
+    q->in_features = 64 * (i + 1);
+    q->group_size = 32;
+    q->scales = Tensor::empty(DType::F32, {8, 2 * (i + 1)});
+    qs.push_back(q);
+  }
+  for (uint32_t minor : {1u, 2u}) {
+    SCOPED_TRACE("plugin ABI 1." + std::to_string(minor));
+    PluginRuntime p;
+    p.path = "test";
+    p.abi_minor = minor;
+    CallMarshal m(p, /*stage=*/false);
+    m.add("quant", Role::In, static_cast<const std::vector<std::shared_ptr<const QuantParams>>*>(&qs));
+    const oc_quant_list* list = m.args()[0].value.quants;
+    ASSERT_NE(list, nullptr);
+    ASSERT_EQ(list->count, 3u);
+    const size_t stride = minor >= 2 ? sizeof(oc_quant_params) : offsetof(oc_quant_params, input_order);
+    for (size_t i = 0; i < 3; ++i) {
+      const auto* e =
+          reinterpret_cast<const oc_quant_params*>(reinterpret_cast<const char*>(list->params) + i * stride);
+      EXPECT_EQ(e->in_features, qs[i]->in_features);
+      EXPECT_EQ(e->group_size, 32);
+      EXPECT_EQ(e->scales.shape[1], qs[i]->scales.size(1));
+      EXPECT_EQ(e->group_of.data, nullptr);
+      if (minor >= 2) EXPECT_EQ(e->input_order.data, nullptr);
+    }
+  }
+  auto sorted = std::make_shared<QuantParams>(*qs[0]);
+  sorted->input_order = Tensor::empty(DType::I32, {64});
+  PluginRuntime p;
+  p.path = "old.so";
+  p.abi_minor = 1;
+  try {
+    CallMarshal m(p, false);
+    m.add("quant", Role::In, static_cast<const QuantParams*>(sorted.get()));
+    ADD_FAILURE() << "a 1.1 plugin was handed a sorted weight";
+  } catch (const VendorPluginError& e) {
+    EXPECT_NE(std::string(e.what()).find("old.so"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("vendor ABI 1.2"), std::string::npos) << e.what();
+  }
+  p.abi_minor = 2;
+  CallMarshal m(p, false);
+  m.add("quant", Role::In, static_cast<const QuantParams*>(sorted.get()));
+  const oc_quant_params* c = m.args()[0].value.quant;
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->input_order.data, sorted->input_order.raw());
+  EXPECT_EQ(c->input_order.shape[0], 64);
 }
 
 }  // namespace

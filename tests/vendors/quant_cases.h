@@ -1,10 +1,12 @@
 #pragma once
 // Kernel-harness cases of the matmul ops with quantised weights (Note [Quantised weights]): random
 // codes and parameters of each scheme for the dtype under test (u8: int4 groups, i8: int8 channels,
-// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has five
+// f8e4m3: fp8 blocks and channels), in every precision (Note [Matmul precision]). Each case has six
 // variants per dtype: plain, asymmetric / act-order / per-channel, partial groups and blocks, groups of 64
-// (the AVX-512 int4 tile's narrow chunk; the AVX2 tile's 16 divides the plain variant's 32) and groups of
-// 128 (GPTQ's usual; the AVX-512 tile's wide chunk where k is a multiple of 128 too).
+// (the AVX-512 int4 tile's narrow chunk; the AVX2 tile's 16 divides the plain variant's 32), groups of
+// 128 (GPTQ's usual; the AVX-512 tile's wide chunk where k is a multiple of 128 too) and, for int4, an
+// act-order weight as the loader keeps it: columns sorted by group (input_order), groups of 64 (the other
+// dtypes repeat their plain variant there).
 
 namespace opchain::harness {
 
@@ -12,8 +14,11 @@ struct QuantSpec {
   QuantScheme scheme;
   int64_t group = 0;  // int4 groups, fp8 blocks
   bool asym = false;
-  bool g_idx = false;
+  bool g_idx = false;   // group_of: channels assigned to groups out of order
+  bool sorted = false;  // input_order: the columns hold the channels in a random order
 };
+
+constexpr int kQuantVariants = 6;
 
 inline QuantSpec quant_spec_for(DType dt, int variant, int64_t in) {
   switch (dt) {
@@ -22,6 +27,7 @@ inline QuantSpec quant_spec_for(DType dt, int variant, int64_t in) {
       if (variant == 2) return {QuantScheme::Int4Group, 24, false, false};  // in % 24 != 0: a short last group
       if (variant == 3) return {QuantScheme::Int4Group, 64, true, false};   // the AVX-512 tile's chunk
       if (variant == 4) return {QuantScheme::Int4Group, 128, true, false};  // its wide chunk
+      if (variant == 5) return {QuantScheme::Int4Group, 64, true, false, true};
       return {QuantScheme::Int4Group, 32, false, false};
     case DType::I8:
       return {QuantScheme::Int8Channel, 0, variant == 1 || variant == 3, false};
@@ -64,6 +70,12 @@ inline Weight make_quant_weight(std::mt19937& g, DType dt, int variant, int64_t 
         for (int64_t k = 0; k < in; ++k)
           q->group_of.data<int32_t>()[k] = perm[static_cast<size_t>(k)] / static_cast<int32_t>(sp.group);
       }
+      if (sp.sorted) {
+        std::vector<int32_t> perm = iota_i32(static_cast<int32_t>(in));
+        std::shuffle(perm.begin(), perm.end(), g);
+        q->input_order = Tensor::empty(DType::I32, {in});
+        std::copy(perm.begin(), perm.end(), q->input_order.data<int32_t>());
+      }
       q->act = ActQuant::None;
       break;
     }
@@ -105,7 +117,7 @@ inline std::vector<Case> quant_linear_cases() {
   };
   for (const S& s :
        {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
-    for (int variant : {0, 1, 2, 3, 4})
+    for (int variant = 0; variant < kQuantVariants; ++variant)
       for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
         const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.in) + "_to_" + std::to_string(s.out) + (s.bias ? "_bias_" : "_") +
@@ -127,7 +139,7 @@ inline std::vector<Case> quant_linear_cases() {
 
 inline std::vector<Case> quant_grouped_matmul_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2, 3, 4})
+  for (int variant = 0; variant < kQuantVariants; ++variant)
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
       const int64_t kin = variant == 4 ? 256 : 96;  // groups of 128 need a k of whole groups to take the wide chunk
       cases.push_back({"q" + std::to_string(variant) + "_rows_3_0_1_9_k" + std::to_string(kin) + "_n40_ld80_col40_" +
@@ -159,7 +171,7 @@ inline std::vector<Case> quant_grouped_matmul_cases() {
 
 inline std::vector<Case> quant_fused_moe_cases() {
   std::vector<Case> cases;
-  for (int variant : {0, 1, 2, 3, 4})
+  for (int variant = 0; variant < kQuantVariants; ++variant)
     for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
       const int64_t h = variant == 4 ? 128 : 64;
       cases.push_back(

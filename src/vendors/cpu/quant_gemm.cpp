@@ -37,8 +37,7 @@ struct Prepared {
 // The kernels whose int4 tile runs this weight: the ISA's, or the narrower ones it names
 // (QuantKernels::int4_other); null where none does (its rows are then decoded into an f32 panel).
 const QuantKernels* int4_kernels(const QuantKernels* qk, const QuantParams& q, ActivationForm form) {
-  if (form != ActivationForm::Bf16 || q.scheme != QuantScheme::Int4Group || !q.group_of.is_null() || q.group_size <= 0)
-    return nullptr;
+  if (form != ActivationForm::Bf16 || q.scheme != QuantScheme::Int4Group || !q.contiguous_groups()) return nullptr;
   for (const QuantKernels* k = qk; k; k = k->int4_other)
     if (k->int4_tile && q.in_features % k->int4_chunk == 0 && q.group_size % k->int4_chunk == 0) return k;
   return nullptr;
@@ -204,9 +203,19 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
     case ActivationForm::Bf16:
       if (a.x4) {
         const int64_t groups = p.q->groups();
-        for (int64_t r = r0; r < r1; ++r)
-          a.k4->int4_prepare(p.x + r * p.ldx, in, p.q->group_size,
-                             static_cast<char*>(a.x4) + r * in * a.k4->int4_x_bytes, a.x4_sums + r * groups);
+        // Columns sorted by group (act-order): the tile reads the activations in the columns' order.
+        const int32_t* order = p.q->input_order.is_null() ? nullptr : p.q->input_order.data<int32_t>();
+        thread_local std::vector<float> gathered;
+        float* xg = order ? scratch(gathered, static_cast<size_t>(in)) : nullptr;
+        for (int64_t r = r0; r < r1; ++r) {
+          const float* xr = p.x + r * p.ldx;
+          if (order) {
+            for (int64_t j = 0; j < in; ++j) xg[j] = xr[order[j]];
+            xr = xg;
+          }
+          a.k4->int4_prepare(xr, in, p.q->group_size, static_cast<char*>(a.x4) + r * in * a.k4->int4_x_bytes,
+                             a.x4_sums + r * groups);
+        }
         return;
       }
       for (int64_t r = r0; r < r1; ++r) {
