@@ -12,6 +12,7 @@
 
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/quant_simd.h"
+#include "vendors/cpu/simd.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -151,6 +152,41 @@ void check_shape(std::mt19937& g, const std::vector<Int8Variant>& variants, int6
                                         << " k " << k << (zeros ? " zeros" : "") << ": "
                                         << first_difference(want, got, p.ldo);
     }
+  }
+}
+
+// Int8 weights met by float activations (W8A16: no activation quantisation, or the f32 precision) are
+// dequantised per tile into an f32 panel; every tier's vector dequantisation gives dequantize_row's bits
+// (one rounding of (code - zero) * scale), over the whole code range, with and without zeros, k tails.
+TEST(CpuQuantInt8, WeightOnlyRowsDequantiseAsTheScalarRow) {
+  std::mt19937 g(31);
+  for (cpu::Isa isa : cpu::kAllIsas) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    if (!sk || !cpu::isa_supported(isa)) continue;
+    SCOPED_TRACE(cpu::isa_name(isa));
+    for (int64_t in : {1, 5, 16, 37, 2051})
+      for (bool asym : {false, true}) {
+        auto q = std::make_shared<QuantParams>();
+        q->scheme = QuantScheme::Int8Channel;
+        q->in_features = in;
+        q->scales = rand_f32(g, {3, 1}, -0.02f, 0.02f);
+        if (asym) {
+          q->zeros = Tensor::empty(DType::F32, {3, 1});
+          for (int64_t o = 0; o < 3; ++o) q->zeros.data<float>()[o] = static_cast<float>(randint(g, -128, 127));
+        }
+        Tensor codes = Tensor::empty(DType::I8, {3, in});
+        for (int64_t i = 0; i < codes.numel(); ++i)
+          codes.data<int8_t>()[i] = static_cast<int8_t>(randint(g, -128, 127));
+        codes.data<int8_t>()[0] = -128;
+        for (int64_t o = 0; o < 3; ++o) {
+          std::vector<float> want(static_cast<size_t>(in)), got(static_cast<size_t>(in));
+          dequantize_row(codes, *q, o, want.data());
+          sk->dequantize_i8(codes.data<int8_t>() + o * in, asym ? q->zeros.data<float>()[o] : 0.0f,
+                            q->scales.data<float>()[o], got.data(), in);
+          EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+              << "row " << o << ", in " << in << (asym ? ", zeros" : "");
+        }
+      }
   }
 }
 

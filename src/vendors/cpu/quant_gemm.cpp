@@ -113,7 +113,20 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
   switch (a.form) {
     case ActivationForm::F32:
     case ActivationForm::Bf16: {
-      for (int64_t c = 0; c < cols; ++c) dequantize_row(*p.codes, q, it.c0 + c, w + c * in);
+      if (q.scheme == QuantScheme::Int8Channel) {
+        // Int8 weights, float activations (W8A16): the tile's rows dequantised in vectors, the codes
+        // prefetched 4 rows ahead (they stream from memory once per step, as fp8's below).
+        const int8_t* codes = p.codes->data<int8_t>();
+        const int64_t last_row = p.codes->size(0) - 1;
+        for (int64_t c = it.c0; c < it.c1; ++c) {
+          const int8_t* ahead = codes + std::min(c + 4, last_row) * in;
+          for (int64_t b = 0; b < in; b += 64) __builtin_prefetch(ahead + b, 0, 2);
+          sk.dequantize_i8(codes + c * in, q.zeros.is_null() ? 0.0f : q.zeros.data<float>()[c],
+                           q.scales.data<float>()[c], w + (c - it.c0) * in, in);
+        }
+      } else {
+        for (int64_t c = 0; c < cols; ++c) dequantize_row(*p.codes, q, it.c0 + c, w + c * in);
+      }
       GemmTile t;
       t.x = a.values + it.r0 * a.ld;
       t.ldx = a.ld;

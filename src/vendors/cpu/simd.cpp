@@ -42,6 +42,10 @@ static inline vec vload_f16(const uint16_t* p) {
 static inline vec vload_f8e4m3(const uint8_t* p) {
   return vec{f8e4m3_to_f32(p[0]), f8e4m3_to_f32(p[1]), f8e4m3_to_f32(p[2]), f8e4m3_to_f32(p[3])};
 }
+static inline vec vload_i8(const int8_t* p) {
+  return vec{static_cast<float>(p[0]), static_cast<float>(p[1]), static_cast<float>(p[2]), static_cast<float>(p[3])};
+}
+static inline vec vsub(vec a, vec b) { return a - b; }
 static inline vec vfma(vec a, vec b, vec acc) { return acc + a * b; }
 static inline vec vmul(vec a, vec b) { return a * b; }
 static inline vec vmax(vec a, vec b) { return a > b ? a : b; }
@@ -101,6 +105,7 @@ const SimdKernels kKernels = {Isa::Generic,
                               transpose_keys,
                               widen_bf16,
                               widen_f8e4m3,
+                              dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
                               decode_attention};
@@ -139,6 +144,10 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm256_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+static inline vec vsub(vec a, vec b) { return _mm256_sub_ps(a, b); }
+static inline vec vload_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 static inline vec vmax(vec a, vec b) { return _mm256_max_ps(a, b); }
 static inline vec vpow2n(vec n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
@@ -212,6 +221,7 @@ const SimdKernels kKernels = {Isa::Avx2,
                               transpose_keys,
                               widen_bf16,
                               widen_f8e4m3,
+                              dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
                               decode_attention};
@@ -251,6 +261,10 @@ static inline vec vload_f16(const uint16_t* p) {
 }
 static inline vec vfma(vec a, vec b, vec acc) { return _mm512_fmadd_ps(a, b, acc); }
 static inline vec vmul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+static inline vec vsub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+static inline vec vload_i8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 static inline vec vmax(vec a, vec b) { return _mm512_max_ps(a, b); }
 static inline vec vpow2n(vec n) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
@@ -350,6 +364,7 @@ const SimdKernels kKernels = {Isa::Avx512,
                               transpose_keys,
                               widen_bf16,
                               widen_f8e4m3,
+                              dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
                               decode_attention};

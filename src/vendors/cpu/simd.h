@@ -79,6 +79,8 @@ struct SimdKernels {
   void (*transpose_keys)(const void* const* k, DType dtype, int64_t n, int64_t d, float* kt, int64_t w);
   void (*widen_bf16)(const uint16_t* in, float* out, int64_t n);   // out[i] = in[i] as f32
   void (*widen_f8e4m3)(const uint8_t* in, float* out, int64_t n);  // out[i] = f8e4m3_to_f32(in[i])
+  // out[i] = (in[i] - zero) * scale, rounded once as dequantize_row rounds an Int8Channel row.
+  void (*dequantize_i8)(const int8_t* in, float zero, float scale, float* out, int64_t n);
   // s[j] *= a for j < n; returns max_j s[j] (-inf for n = 0): an online softmax's scaled chunk scores.
   float (*scale_max)(float* s, float a, int64_t n);
   // exp_shifted, returning sum_j e[j] in a fixed order for a given n (lanes, then vreduce's tree).
