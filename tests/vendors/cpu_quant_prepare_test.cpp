@@ -2,9 +2,11 @@
 // scale and code sum as quantize_row_int8 (the reference's rule), bit for bit, for row lengths with
 // partial vectors, an all-zero row and values that round to the saturation edge. int4 on AVX-512 with
 // groups of 128 channels (the wide chunk): the layout quant_simd.cpp defines and its group sums, bit
-// for bit.
+// for bit. fp8 (the tile's fused quantise-and-pack): quantize_row_fp8's scales and codes, in the tile's
+// layout.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -89,6 +91,80 @@ TEST(CpuQuantPrepare, Int4WideRowsMatchTheirLayout) {
   }
   cpu::set_active_isa(saved);
   if (paths == 0) GTEST_SKIP() << "no AVX-512 int4 path on this machine";
+}
+
+// The fp8 tile's activation layout: word p of a chunk's vector v is channel 16 (p / 8) + p % 8 + 8 v,
+// as bf16; every code value in every position. Then the fused quantise-and-pack against
+// quantize_row_fp8 + that layout, bit for bit (scales too): group sizes 64 to the whole row, groups of
+// very different magnitudes (one whose codes are mostly e4m3 subnormals), zeros of both signs, f32
+// denormals, infinities (which saturate), NaN (code 0x7f, and left out of the group's amax).
+TEST(CpuQuantPrepare, Fp8RowsEqualQuantizeRowFp8InTheTileLayout) {
+  const cpu::Isa saved = cpu::active_isa();
+  bool ran = false;
+  for (cpu::Isa isa : {cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
+    if (!cpu::isa_supported(isa) || !cpu::set_active_isa(isa)) continue;
+    const cpu::Fp8PackFn pack = cpu::fp8_pack_kernel();
+    const cpu::Fp8PrepareFn prepare = cpu::fp8_prepare_kernel();
+    if (!pack || !prepare) continue;
+    ran = true;
+    std::mt19937 g(8);
+    for (int rot = 0; rot < 4; ++rot) {
+      const int64_t k = 256;
+      std::vector<uint8_t> codes(static_cast<size_t>(k));
+      for (int64_t i = 0; i < k; ++i) codes[static_cast<size_t>(i)] = static_cast<uint8_t>((i * 37 + rot * 61) & 0xff);
+      std::vector<uint16_t> got(static_cast<size_t>(k));
+      pack(codes.data(), k, got.data());
+      for (int64_t c0 = 0; c0 < k; c0 += cpu::kFp8Chunk)
+        for (int64_t v = 0; v < 2; ++v)
+          for (int64_t p = 0; p < 32; ++p) {
+            const uint8_t code = codes[static_cast<size_t>(c0 + 16 * (p / 8) + p % 8 + 8 * v)];
+            ASSERT_EQ(got[static_cast<size_t>(c0 + 32 * v + p)], f32_to_bf16(f8e4m3_to_f32(code)))
+                << "code " << int{code} << " at word " << c0 + 32 * v + p;
+          }
+    }
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    const float specials[] = {0.0f, -0.0f, 1e-42f, -3e-39f, INFINITY, -INFINITY, NAN, 448.0f, -1e30f};
+    for (int64_t k : {64, 128, 192, 2048})
+      for (int64_t group : {int64_t{64}, int64_t{128}, k}) {
+        if (group > k) continue;
+        for (int trial = 0; trial < 20; ++trial) {
+          std::vector<float> x(static_cast<size_t>(k));
+          for (int64_t i = 0; i < k; ++i) {
+            const int64_t gi = i / group;
+            x[static_cast<size_t>(i)] = n(g) * std::ldexp(1.0f, static_cast<int>((gi * 7 + trial) % 40) - 20);
+          }
+          if (trial % 2 == 1)  // a few large values: the rest of the group lands on e4m3 subnormals
+            for (int64_t i = 0; i < k; i += 61) x[static_cast<size_t>(i)] *= 5000.0f;
+          if (trial % 4 == 2)
+            for (int64_t i = 0; i < k; i += 13) x[static_cast<size_t>(i)] = specials[(i / 13) % std::size(specials)];
+          if (trial % 4 == 3) {  // amax 448 makes the scale 1: exact ties between e4m3 neighbours, both ways
+            const float ties[] = {1.0625f,        1.1875f,       -1.3125f, 1.4375f, 0.0009765625f, 0.0029296875f,
+                                  -0.0048828125f, 0.0068359375f, 3.25f,    3.75f,   208.0f,        432.0f};
+            for (int64_t g0 = 0; g0 < k; g0 += group) {
+              x[static_cast<size_t>(g0)] = 448.0f;
+              for (size_t t = 0; t < std::size(ties) && g0 + 1 + static_cast<int64_t>(t) < k; ++t)
+                x[static_cast<size_t>(g0) + 1 + t] = ties[t];
+              for (int64_t i = g0 + 1 + static_cast<int64_t>(std::size(ties)); i < std::min(k, g0 + group); ++i)
+                x[static_cast<size_t>(i)] = std::clamp(x[static_cast<size_t>(i)], -400.0f, 400.0f);
+            }
+          }
+          const int64_t groups = (k + group - 1) / group;
+          std::vector<uint8_t> want_codes(static_cast<size_t>(k));
+          std::vector<float> want_scales(static_cast<size_t>(groups)), got_scales(static_cast<size_t>(groups));
+          quantize_row_fp8(x.data(), k, group, want_codes.data(), want_scales.data());
+          std::vector<uint16_t> want(static_cast<size_t>(k)), got(static_cast<size_t>(k));
+          pack(want_codes.data(), k, want.data());
+          prepare(x.data(), k, group, got.data(), got_scales.data());
+          ASSERT_EQ(std::memcmp(got_scales.data(), want_scales.data(), want_scales.size() * sizeof(float)), 0)
+              << "k " << k << ", group " << group << ", trial " << trial;
+          for (int64_t i = 0; i < k; ++i)
+            ASSERT_EQ(got[static_cast<size_t>(i)], want[static_cast<size_t>(i)])
+                << "word " << i << ", k " << k << ", group " << group << ", trial " << trial;
+        }
+      }
+  }
+  cpu::set_active_isa(saved);
+  if (!ran) GTEST_SKIP() << "no fp8 tile on this machine (AVX-512 with BF16 and VBMI)";
 }
 
 }  // namespace

@@ -29,6 +29,8 @@ struct Prepared {
   int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
   float* scales = nullptr;   // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
+  Fp8TileFn fp8 = nullptr;           // Fp8Group where the fp8 tile runs: it, and the rows as fp8_pack lays them out
+  uint16_t* x8 = nullptr;            // [rows, in]
   const QuantKernels* k4 = nullptr;  // Bf16 with an int4 weight a SIMD tile takes: whose (int4_kernels)
   void* x4 = nullptr;                // and its int4_prepare rows
   float* x4_sums = nullptr;          // and their group sums, [rows, groups]
@@ -41,6 +43,17 @@ const QuantKernels* int4_kernels(const QuantKernels* qk, const QuantParams& q, A
   for (const QuantKernels* k = qk; k; k = k->int4_other)
     if (k->int4_tile && q.in_features % k->int4_chunk == 0 && q.group_size % k->int4_chunk == 0) return k;
   return nullptr;
+}
+
+// The fp8 tile where it runs this weight in the Fp8Group form (its chunks divide k and the activation
+// groups, and the weight's scales are per activation group or per row), else null.
+Fp8TileFn fp8_tile_for(const QuantParams& q, int64_t act_group) {
+  const Fp8TileFn fp8 = fp8_tile_kernel();
+  const bool block = q.scheme == QuantScheme::Fp8Block;
+  if (!fp8 || q.in_features % kFp8Chunk != 0 || act_group % kFp8Chunk != 0 ||
+      !(block ? q.group_size == act_group : q.groups() == 1))
+    return nullptr;
+  return fp8;
 }
 
 // Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
@@ -160,11 +173,10 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
     }
     case ActivationForm::Fp8Group: {
       const bool block = q.scheme == QuantScheme::Fp8Block;
-      if (const Fp8TileFn fp8 = fp8_tile_kernel(); fp8 && in % kFp8Chunk == 0 && a.group % kFp8Chunk == 0 &&
-                                                   (block ? q.group_size == a.group : q.groups() == 1)) {
+      if (a.fp8) {
         Fp8Tile t;
-        t.x = a.values + it.r0 * a.ld;
-        t.ldx = a.ld;
+        t.x = a.x8 + it.r0 * in;
+        t.ldx = in;
         t.x_scales = a.scales + it.r0 * a.groups;
         t.codes = p.codes->data<uint8_t>() + it.c0 * in;
         t.code_ld = in;
@@ -177,7 +189,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
         t.ldo = p.ldo;
         t.rows = it.r1 - it.r0;
         t.cols = cols;
-        fp8(t);
+        a.fp8(t);
         break;
       }
       // The codes stream from memory once per step in decode: prefetch the rows 4 ahead of the one being
@@ -256,12 +268,16 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
           qk->int8_pack(a.codes + b * a.ld8, a.ld8, std::min(kInt8PackRows, r1 - b), a.packed + b * a.ld8);
       return;
     case ActivationForm::Fp8Group: {
+      if (a.fp8) {
+        const Fp8PrepareFn prepare = fp8_prepare_kernel();
+        for (int64_t r = r0; r < r1; ++r) prepare(p.x + r * p.ldx, in, a.group, a.x8 + r * in, a.scales + r * a.groups);
+        return;
+      }
       thread_local std::vector<uint8_t> f8;
       uint8_t* b = scratch(f8, static_cast<size_t>(in));
       for (int64_t r = r0; r < r1; ++r) {
-        float* vals = a.values_out + r * in;
         quantize_row_fp8(p.x + r * p.ldx, in, a.group, b, a.scales + r * a.groups);
-        simd().widen_f8e4m3(b, vals, in);
+        simd().widen_f8e4m3(b, a.values_out + r * in, in);
       }
       return;
     }
@@ -279,20 +295,29 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   thread_local std::vector<int8_t> code_buf, pack_buf;
   thread_local std::vector<int32_t> sum_buf;
   thread_local std::vector<char> x4_buf;
+  thread_local std::vector<uint16_t> x8_buf;
   std::vector<Prepared>& prep = prep_buf;
   prep.assign(count, Prepared{});
-  size_t val_total = 0, code_total = 0, scale_total = 0, sum_total = 0, x4_total = 0, pack_total = 0;
+  size_t val_total = 0, code_total = 0, scale_total = 0, sum_total = 0, x4_total = 0, pack_total = 0, x8_total = 0;
   for (size_t i = 0; i < count; ++i) {
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
     Prepared& a = prep[i];
     a.form = activation_form(precision, p.q->act);
     a.k4 = int4_kernels(qk, *p.q, a.form);
+    if (a.form == ActivationForm::Fp8Group) {
+      a.group = p.q->act_group > 0 ? p.q->act_group : in;
+      a.groups = (in + a.group - 1) / a.group;
+      a.fp8 = fp8_tile_for(*p.q, a.group);
+    }
     if (a.k4) {
       x4_total += static_cast<size_t>(p.rows * in * a.k4->int4_x_bytes);
       scale_total += static_cast<size_t>(p.rows * p.q->groups());
-    } else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group)
+    } else if (a.fp8) {
+      x8_total += static_cast<size_t>(p.rows * in);
+    } else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) {
       val_total += static_cast<size_t>(p.rows * in);
+    }
     if (a.form == ActivationForm::Int8Token) {
       a.ld8 = (in + 63) / 64 * 64;
       code_total += static_cast<size_t>(p.rows * a.ld8);
@@ -301,11 +326,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       if (packs_int8(qk, p))
         pack_total += static_cast<size_t>((p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8);
     }
-    if (a.form == ActivationForm::Fp8Group) {
-      a.group = p.q->act_group > 0 ? p.q->act_group : in;
-      a.groups = (in + a.group - 1) / a.group;
-      scale_total += static_cast<size_t>(p.rows * a.groups);
-    }
+    if (a.form == ActivationForm::Fp8Group) scale_total += static_cast<size_t>(p.rows * a.groups);
   }
   float* vals = scratch_aligned(val_buf, std::max<size_t>(val_total, 1));
   int8_t* codes = scratch_aligned(code_buf, std::max<size_t>(code_total, 1));
@@ -313,6 +334,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   int32_t* sums = scratch_aligned(sum_buf, std::max<size_t>(sum_total, 1));
   char* x4 = scratch_aligned(x4_buf, std::max<size_t>(x4_total, 1));
   int8_t* packed = scratch_aligned(pack_buf, std::max<size_t>(pack_total, 1));
+  uint16_t* x8 = scratch_aligned(x8_buf, std::max<size_t>(x8_total, 1));
   // Each problem's share of the buffers first, then its rows prepared in parallel (chunks of rows over
   // every problem: a prefill's one big problem and an MoE step's many small ones both spread).
   struct PrepChunk {
@@ -357,10 +379,15 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         }
         break;
       case ActivationForm::Fp8Group:
-        a.values = a.values_out = vals;
-        a.ld = in;
+        if (a.fp8) {
+          a.x8 = x8;
+          x8 += p.rows * in;
+        } else {
+          a.values = a.values_out = vals;
+          a.ld = in;
+          vals += p.rows * in;
+        }
         a.scales = scales;
-        vals += p.rows * in;
         scales += p.rows * a.groups;
         break;
     }

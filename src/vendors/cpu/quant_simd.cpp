@@ -259,12 +259,72 @@ const Tables& tables() {
 // of the first vector is channel 16 (p / 8) + p % 8, of the second that + 8.
 inline int64_t channel(int64_t v, int64_t p) { return 16 * (p / 8) + p % 8 + 8 * v; }
 
-// One activation row (fp8 values in f32, so exactly bf16) as bf16 in the tile's order.
-void pack_row(const float* x, int64_t k, uint16_t* out) {
-  for (int64_t c0 = 0; c0 < k; c0 += kFp8Chunk)
-    for (int64_t v = 0; v < 2; ++v)
-      for (int64_t p = 0; p < 32; ++p)
-        out[c0 + 32 * v + p] = static_cast<uint16_t>(std::bit_cast<uint32_t>(x[c0 + channel(v, p)]) >> 16);
+// 64 codes as two vectors of 32 bf16 values in the tile's order (see channel()).
+inline void unpack(const Tables& tb, __m512i v, __m512i& a, __m512i& b) {
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i lo = _mm512_permutex2var_epi8(tb.lo0, v, tb.lo1);
+  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(tb.hi0, v, tb.hi1), v, sign, 0xF8);
+  a = _mm512_unpacklo_epi8(lo, hi);
+  b = _mm512_unpackhi_epi8(lo, hi);
+}
+
+// An activation row's fp8 codes unpacked as the weights' are: their values as bf16 in the tile's order.
+void pack_codes(const uint8_t* codes, int64_t k, uint16_t* out) {
+  const Tables& tb = tables();
+  for (int64_t c0 = 0; c0 < k; c0 += kFp8Chunk) {
+    __m512i a, b;
+    unpack(tb, _mm512_loadu_si512(codes + c0), a, b);
+    _mm512_storeu_si512(out + c0, a);
+    _mm512_storeu_si512(out + c0 + 32, b);
+  }
+}
+
+// f32_to_f8e4m3 of 16 values already clamped to [-448, 448] (or NaN), in 32-bit lanes: NaN -> 0x7f,
+// below 2^-6 steps of 2^-9 rounded to nearest even (a * 512 is exact), else the 20 dropped mantissa bits
+// rounded to nearest even by integer addition (a carry moves the exponent), the exponent rebiased.
+inline __m512i to_e4m3(__m512 y) {
+  const __m512i bits = _mm512_castps_si512(y);
+  const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
+  const __m512i ax = _mm512_and_si512(bits, _mm512_set1_epi32(0x7fffffff));
+  const __m512 a = _mm512_castsi512_ps(ax);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(ax, 20), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(ax, _mm512_add_epi32(_mm512_set1_epi32(0x7ffff), odd));
+  __m512i code = _mm512_sub_epi32(_mm512_srli_epi32(rounded, 20), _mm512_set1_epi32(120 << 3));
+  code = _mm512_min_epi32(code, _mm512_set1_epi32(0x7e));  // rounded past 448: saturate
+  const __mmask16 sub = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.015625f), _CMP_LT_OQ);
+  const __m512 steps = _mm512_roundscale_ps(_mm512_mul_ps(a, _mm512_set1_ps(512.0f)), _MM_FROUND_TO_NEAREST_INT);
+  code = _mm512_mask_mov_epi32(code, sub, _mm512_cvttps_epi32(steps));
+  code =
+      _mm512_mask_mov_epi32(code, _mm512_cmpgt_epi32_mask(ax, _mm512_set1_epi32(0x7f800000)), _mm512_set1_epi32(0x7f));
+  return _mm512_or_si512(code, sign);
+}
+
+// quantize_row_fp8 (its scales and codes, bit for bit: the same max, division and clamp per element) with
+// the codes then unpacked as pack_codes does, without a pass through memory in between. k and group are
+// multiples of kFp8Chunk (the tile's conditions), so there are no partial vectors.
+void quantize_pack(const float* x, int64_t k, int64_t group, uint16_t* out, float* scales) {
+  const Tables& tb = tables();
+  alignas(64) uint8_t codes[kFp8Chunk];
+  for (int64_t g0 = 0, gi = 0; g0 < k; g0 += group, ++gi) {
+    const int64_t g1 = std::min(k, g0 + group);
+    __m512 m = _mm512_set1_ps(1e-10f);
+    // max(|x|, m) keeps m where x is NaN, as std::max(amax, |x|) does.
+    for (int64_t i = g0; i < g1; i += 16) m = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + i)), m);
+    const float s = _mm512_reduce_max_ps(m) / 448.0f;
+    scales[gi] = s;
+    const __m512 vs = _mm512_set1_ps(s), hi = _mm512_set1_ps(448.0f), lo = _mm512_set1_ps(-448.0f);
+    for (int64_t c0 = g0; c0 < g1; c0 += kFp8Chunk) {
+      for (int j = 0; j < 4; ++j) {
+        // min(448, y) then max(-448, .) let a NaN through, as std::clamp does.
+        const __m512 y = _mm512_max_ps(lo, _mm512_min_ps(hi, _mm512_div_ps(_mm512_loadu_ps(x + c0 + 16 * j), vs)));
+        _mm_store_si128(reinterpret_cast<__m128i*>(codes + 16 * j), _mm512_cvtepi32_epi8(to_e4m3(y)));
+      }
+      __m512i a, b;
+      unpack(tb, _mm512_load_si512(codes), a, b);
+      _mm512_storeu_si512(out + c0, a);
+      _mm512_storeu_si512(out + c0 + 32, b);
+    }
+  }
 }
 
 inline void dpbf16(__m512& acc, __m512i a, __m512i b) {
@@ -274,9 +334,8 @@ inline void dpbf16(__m512& acc, __m512i a, __m512i b) {
 constexpr int64_t kPfAhead = 4;  // few-row tiles prefetch the weight rows this many micro-tiles on
 
 template <int R, int C>
-inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) {
+inline void micro(const Fp8Tile& t, int64_t r0, int64_t c0) {
   const Tables& tb = tables();
-  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
   const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
   const int64_t per_group = t.group / kFp8Chunk, chunks = t.k / kFp8Chunk;
@@ -299,15 +358,13 @@ inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) 
       __m512i xv[R][2];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        xv[r][0] = _mm512_loadu_si512(xb + (r0 + r) * t.k + chunk * kFp8Chunk);
-        xv[r][1] = _mm512_loadu_si512(xb + (r0 + r) * t.k + chunk * kFp8Chunk + 32);
+        xv[r][0] = _mm512_loadu_si512(t.x + (r0 + r) * t.ldx + chunk * kFp8Chunk);
+        xv[r][1] = _mm512_loadu_si512(t.x + (r0 + r) * t.ldx + chunk * kFp8Chunk + 32);
       }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        const __m512i v = _mm512_loadu_si512(t.codes + (c0 + c) * t.code_ld + chunk * kFp8Chunk);
-        const __m512i lo = _mm512_permutex2var_epi8(tb.lo0, v, tb.lo1);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(tb.hi0, v, tb.hi1), v, sign, 0xF8);
-        const __m512i wa = _mm512_unpacklo_epi8(lo, hi), wb = _mm512_unpackhi_epi8(lo, hi);
+        __m512i wa, wb;
+        unpack(tb, _mm512_loadu_si512(t.codes + (c0 + c) * t.code_ld + chunk * kFp8Chunk), wa, wb);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           dpbf16(part[0][r][c], xv[r][0], wa);
@@ -334,22 +391,18 @@ inline void micro(const Fp8Tile& t, const uint16_t* xb, int64_t r0, int64_t c0) 
 // One row: four weight rows at a time; two: two; more: one weight row past blocks of four rows (the
 // registers of 4 x 2 would spill). Every output is the same operations whatever its tile.
 void fp8_tile(const Fp8Tile& t) {
-  thread_local std::vector<uint16_t> xb_buf;
-  uint16_t* xb = scratch_aligned(xb_buf, static_cast<size_t>(t.rows * t.k));
-  for (int64_t r = 0; r < t.rows; ++r) pack_row(t.x + r * t.ldx, t.k, xb + r * t.k);
   int64_t c = 0;
   if (t.rows <= 2) {
     prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 2)) * t.code_ld);
     if (t.rows == 1)
-      for (; c + 4 <= t.cols; c += 4) micro<1, 4>(t, xb, 0, c);
+      for (; c + 4 <= t.cols; c += 4) micro<1, 4>(t, 0, c);
     else
-      for (; c + 2 <= t.cols; c += 2) micro<2, 2>(t, xb, 0, c);
+      for (; c + 2 <= t.cols; c += 2) micro<2, 2>(t, 0, c);
     for (; c < t.cols; ++c)
-      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, xb, r, c); });
+      for_row_blocks<2>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, r, c); });
     return;
   }
-  for (; c < t.cols; ++c)
-    for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, xb, r, c); });
+  for (; c < t.cols; ++c) for_row_blocks<4>(t.rows, [&](int64_t r, auto n) { micro<decltype(n)::value, 1>(t, r, c); });
 }
 
 }  // namespace opchain::cpu::avx512fp8
@@ -848,6 +901,20 @@ Fp8TileFn fp8_tile_kernel() {
            __builtin_cpu_supports("avx512vbmi");
   }();
   if (has && (active_isa() == Isa::Avx512Bf16 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
+#endif
+  return nullptr;
+}
+
+Fp8PackFn fp8_pack_kernel() {
+#if OPCHAIN_CPU_X86
+  if (fp8_tile_kernel()) return avx512fp8::pack_codes;
+#endif
+  return nullptr;
+}
+
+Fp8PrepareFn fp8_prepare_kernel() {
+#if OPCHAIN_CPU_X86
+  if (fp8_tile_kernel()) return avx512fp8::quantize_pack;
 #endif
   return nullptr;
 }

@@ -62,9 +62,9 @@ struct Int8Tile {
 
 // out[r * ldo + c] = sum_g x_scales[r, g] * w_scale(c, g) * sum_{k in g} x[r, k] * fp8(code[c, k]), g over
 // groups of `group` channels (the last may be short), w_scale(c, g) = w_scales[c * w_groups + g] or, with
-// w_groups == 1, w_scales[c]. x holds fp8 values (Fp8Group activations) in f32.
+// w_groups == 1, w_scales[c]. x holds the activations' fp8 codes as fp8_pack lays them out.
 struct Fp8Tile {
-  const float* x = nullptr;
+  const uint16_t* x = nullptr;
   int64_t ldx = 0;
   const float* x_scales = nullptr;  // [rows, groups], rows `groups` apart, from the tile's first row
   const uint8_t* codes = nullptr;   // the tile's first weight row; rows code_ld bytes apart
@@ -81,6 +81,14 @@ inline constexpr int64_t kFp8Chunk = 64;
 // two vpermi2b lookups, then vdpbf16ps; the products are exact, the sums f32).
 using Fp8TileFn = void (*)(const Fp8Tile&);
 Fp8TileFn fp8_tile_kernel();
+// A row of k fp8 codes (k a multiple of kFp8Chunk) as the fp8 tile reads activations: each code's value
+// as bf16 (exact), in the order the tile unpacks weight codes. Once per row and call, before any tile.
+using Fp8PackFn = void (*)(const uint8_t* codes, int64_t k, uint16_t* out);
+Fp8PackFn fp8_pack_kernel();  // null where fp8_tile_kernel() is
+// A row of k activations as the Fp8Group form quantises them (quantize_row_fp8: its scales and codes,
+// bit for bit, groups of `group`), the codes packed as fp8_pack does; k and group multiples of kFp8Chunk.
+using Fp8PrepareFn = void (*)(const float* x, int64_t k, int64_t group, uint16_t* out, float* scales);
+Fp8PrepareFn fp8_prepare_kernel();  // null where fp8_tile_kernel() is
 
 // Rows per QuantKernels::int8_pack block.
 inline constexpr int64_t kInt8PackRows = 16;
