@@ -103,9 +103,10 @@ TEST(CpuQuantPrepare, Fp8RowsEqualQuantizeRowFp8InTheTileLayout) {
   bool ran = false;
   for (cpu::Isa isa : {cpu::Isa::Avx512Bf16, cpu::Isa::Amx}) {
     if (!cpu::isa_supported(isa) || !cpu::set_active_isa(isa)) continue;
-    const cpu::Fp8PackFn pack = cpu::fp8_pack_kernel();
-    const cpu::Fp8PrepareFn prepare = cpu::fp8_prepare_kernel();
-    if (!pack || !prepare) continue;
+    const cpu::Fp8Kernels* fk = cpu::fp8_kernels();
+    if (!fk) continue;
+    const cpu::Fp8PackFn pack = fk->pack_codes;
+    const cpu::Fp8PrepareFn prepare = fk->prepare;
     ran = true;
     std::mt19937 g(8);
     for (int rot = 0; rot < 4; ++rot) {

@@ -1,7 +1,7 @@
 #pragma once
 // Note [AMX tier]: Intel AMX (Sapphire Rapids and later) multiplies 16 x 64-byte tiles held in eight
 // tile registers: TDPBF16PS (bf16 pairs into f32) and TDPBUSD/TDPBSSD (int8 quads into int32). The
-// cpu vendor uses it for the bf16 and int8 matmul tiles of Isa::Amx; everything else on that tier runs
+// cpu vendor uses it for the bf16, int8 and fp8 matmul tiles of Isa::Amx; everything else on that tier runs
 // the avx512 loops. Before a thread may touch a tile register, the process must ask Linux for the tile
 // data state (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA; granted per process, for all its
 // threads) and the thread must load a tile configuration (LDTILECFG: rows and bytes per row of each

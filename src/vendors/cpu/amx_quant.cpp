@@ -1,22 +1,35 @@
-// Isa::Amx's int8 tile (quant_simd.h; Note [AMX tier], amx.h). TDPBSSD multiplies a 16 x 64-byte tile
-// of weight codes (A: 16 weight rows' codes for 64 channels, loaded in place, stride the weight's row
-// stride) with the same 64 channels of 16 activation rows in AMX's VNNI layout (B: row kk holds, for
-// each activation row m, its codes 4kk..4kk+3; built once per call by amx_int8_pack), adding exact
-// int32 dots into a 16 x 16 C tile [weight row][activation row].
-// TDPBSSD (signed x signed) rather than TDPBUSD (unsigned A): the weight codes then need no w + 128
-// flip, which would mean copying every weight tile first; both run at the same rate (the peak probe in
-// tests/vendors/cpu_quant_perf_test.cpp times both). The C tiles hold sum_k x w exactly, the avx512q
-// tile's sum_k x (w + 128) - 128 sum_k x, so the float ops after it (the same ones, in the same order)
-// give the same bits.
+// Isa::Amx's int8 and fp8 tiles (quant_simd.h; Note [AMX tier], amx.h).
+//
+// int8: TDPBSSD multiplies a 16 x 64-byte tile of weight codes (A: 16 weight rows' codes for 64
+// channels, loaded in place, stride the weight's row stride) with the same 64 channels of 16 activation rows in AMX's
+// VNNI layout (B: row kk holds, for each activation row m, its codes 4kk..4kk+3; built once per call by amx_int8_pack),
+// adding exact int32 dots into a 16 x 16 C tile [weight row][activation row]. TDPBSSD (signed x signed) rather than
+// TDPBUSD (unsigned A): the weight codes then need no w + 128 flip, which would mean copying every weight tile first;
+// both run at the same rate (the peak probe in tests/vendors/cpu_quant_perf_test.cpp times both). The C tiles hold
+// sum_k x w exactly, the avx512q tile's sum_k x (w + 128) - 128 sum_k x, so the float ops after it (the same ones, in
+// the same order) give the same bits.
+//
+// fp8 (Fp8Group activations on Fp8Block / Fp8Channel weights): TDPBF16PS on the codes' exact bf16 values.
+// A: 16 weight rows x 32 channels unpacked from the codes (fp8_unpack.inc), staged a chunk ahead in a
+// double buffer (few activation rows) or from a panel of 32 weight rows unpacked once for all row blocks
+// (more than 32); B: 16 activation rows in AMX's pair layout, packed once per call (amx_fp8_pack) in the
+// same channel order. For each scale group, C tiles start at zero and take the group's k steps in order;
+// then acc = fma(C, x_scale * w_scale, acc), groups in order. An output element so depends only on its
+// activation row, its weight row and k, and the Amx tier runs this tile for every row count (its bits
+// differ from the avx512fp8 tile's: another summation order).
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <vector>
 
+#include "core/dtype.h"
 #include "vendors/cpu/amx.h"
+#include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/isa_target.h"
 #include "vendors/cpu/quant_simd.h"
 
 #if OPCHAIN_CPU_X86
-OPCHAIN_TARGET_BEGIN("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+OPCHAIN_TARGET_BEGIN("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx2,fma")
 namespace opchain::cpu {
 namespace {
 
@@ -165,7 +178,192 @@ void block(const Int8Tile& t, int64_t c0, int64_t nw, int64_t r0, int64_t na) {
   }
 }
 
+// ---- fp8 ----------------------------------------------------------------------------------------------
+
+#include "vendors/cpu/fp8_unpack.inc"
+
+constexpr int64_t kStep = 32;  // bf16 channels per tile row: one TDPBF16PS k step
+constexpr int64_t kBlockRows = 16;
+constexpr int64_t kFp8Ahead = 4;  // chunks of each weight row prefetched ahead of its staging
+
+// GCC's tileloadd intrinsic is an asm without a memory operand: without this the compiler may sink
+// the stores that stage a tile past the load that reads it.
+inline void compiler_barrier() { asm volatile("" ::: "memory"); }
+
+// Weight rows [c, c + n) (n <= 16), chunk `chunk`, unpacked into two A tiles (the chunk's 32-wide
+// halves, in the tile channel order); rows past n are zero. The rows' chunks kFp8Ahead on are
+// prefetched: 16 or 32 row streams read a chunk at a time defeat the hardware's stream detection.
+inline void stage_weights(const Fp8Tile& t, const Tables& tb, int64_t c, int64_t n, int64_t chunk, uint16_t* a0,
+                          uint16_t* a1) {
+  const bool ahead = (chunk + kFp8Ahead) * kFp8Chunk < t.k;
+  for (int64_t r = 0; r < kBlockRows; ++r) {
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+    if (r < n) {
+      const uint8_t* row = t.codes + (c + r) * t.code_ld;
+      if (ahead) __builtin_prefetch(row + (chunk + kFp8Ahead) * kFp8Chunk, 0, 1);
+      unpack(tb, _mm512_loadu_si512(row + chunk * kFp8Chunk), lo, hi);
+    }
+    _mm512_store_si512(a0 + r * kStep, lo);
+    _mm512_store_si512(a1 + r * kStep, hi);
+  }
+}
+
+// Many activation rows: a 32-row weight block is unpacked once into a panel that every row block reads
+// (the staging above would repeat it per row block). uint16 from one panel row to the next: a line more
+// than k, so that an A tile's 16 rows do not all fall in one L1 set (k * 2 bytes apart, 4 KiB at k 2048).
+inline int64_t panel_ld(const Fp8Tile& t) { return t.k + 32; }
+
+// Weight rows [c, c + n) (n <= 32) into `panel`, one row after another (one stream from memory, which
+// the hardware prefetcher follows); rows past n zero.
+void unpack_block(const Fp8Tile& t, int64_t c, int64_t n, uint16_t* panel) {
+  const Tables& tb = tables();
+  for (int64_t r = 0; r < 32; ++r) {
+    uint16_t* row = panel + r * panel_ld(t);
+    if (r >= n) {
+      std::memset(row, 0, static_cast<size_t>(t.k) * sizeof(uint16_t));
+      continue;
+    }
+    const uint8_t* codes = t.codes + (c + r) * t.code_ld;
+    for (int64_t i = 0; i < t.k; i += kFp8Chunk) {
+      __m512i a, b;
+      unpack(tb, _mm512_loadu_si512(codes + i), a, b);
+      _mm512_store_si512(row + i, a);
+      _mm512_store_si512(row + i + 32, b);
+    }
+  }
+}
+
+// acc[n][m] = fma(C[n][m], x_scale(m) * w_scale(n), acc[n][m]) for the C tile in cbuf.
+inline void fold_group(const float* cbuf, const float* sx, const float* sw, int64_t nw, float* acc) {
+  const __m512 vx = _mm512_load_ps(sx);
+  for (int64_t n = 0; n < nw; ++n) {
+    const __m512 s = _mm512_mul_ps(vx, _mm512_set1_ps(sw[n]));
+    _mm512_store_ps(acc + 16 * n, _mm512_fmadd_ps(_mm512_load_ps(cbuf + 16 * n), s, _mm512_load_ps(acc + 16 * n)));
+  }
+}
+
+// WG groups of 16 weight rows from c0 (nw rows in all) x AG groups of 16 activation rows from r0 (na).
+// The weights come from `panel` (unpack_block) or, where it is null, are staged a chunk ahead into the
+// other half of a double buffer right after the tile multiplies of the current chunk are issued, so the
+// unpacking overlaps them. Either way every output element sees the same operations.
+template <int WG, int AG>
+void fp8_block(const Fp8Tile& t, const uint16_t* panel, int64_t c0, int64_t nw, int64_t r0, int64_t na) {
+  const Tables& tb = tables();
+  alignas(64) uint16_t stage[2][2][2][kBlockRows * kStep];  // [buffer][weight group][chunk half]
+  alignas(64) float acc[2][2][16 * 16] = {};                // [weight group][activation group]: [n][m]
+  alignas(64) float cbuf[16 * 16], sx[2][16], sw[2][16];
+  const int64_t xblock = kBlockRows * t.k;  // uint16 of one packed 16-row block
+  const uint16_t* xb = t.x + r0 / kBlockRows * xblock;
+  const int64_t nwg[2] = {std::min<int64_t>(nw, 16), std::max<int64_t>(nw - 16, 0)};
+  const int64_t nag[2] = {std::min<int64_t>(na, 16), std::max<int64_t>(na - 16, 0)};
+  const int64_t per_group = t.group / kFp8Chunk, chunks = t.k / kFp8Chunk;
+  auto stage_chunk = [&](int64_t chunk) {
+    uint16_t(*b)[2][kBlockRows * kStep] = stage[chunk & 1];
+    stage_weights(t, tb, c0, nwg[0], chunk, b[0][0], b[0][1]);
+    if constexpr (WG > 1) stage_weights(t, tb, c0 + 16, nwg[1], chunk, b[1][0], b[1][1]);
+  };
+  const int64_t pld = panel_ld(t);
+  if (!panel) stage_chunk(0);
+  for (int64_t g = 0; g < t.groups; ++g) {
+    _tile_zero(0);
+    if constexpr (AG > 1) _tile_zero(1);
+    if constexpr (WG > 1) _tile_zero(2);
+    if constexpr (WG > 1 && AG > 1) _tile_zero(3);
+    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+      uint16_t(*b)[2][kBlockRows * kStep] = stage[chunk & 1];
+      compiler_barrier();  // the tile loads read the stores that staged this chunk
+      for (int64_t h = 0; h < 2; ++h) {
+        const int64_t step = 2 * chunk + h;
+        _tile_loadd(6, xb + step * kBlockRows * kStep, 64);
+        if constexpr (AG > 1) _tile_loadd(7, xb + xblock + step * kBlockRows * kStep, 64);
+        if (panel)
+          _tile_loadd(4, panel + step * kStep, pld * 2);
+        else
+          _tile_loadd(4, b[0][h], 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if constexpr (AG > 1) _tile_dpbf16ps(1, 4, 7);
+        if constexpr (WG > 1) {
+          if (panel)
+            _tile_loadd(5, panel + 16 * pld + step * kStep, pld * 2);
+          else
+            _tile_loadd(5, b[1][h], 64);
+          _tile_dpbf16ps(2, 5, 6);
+          if constexpr (AG > 1) _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
+      if (!panel && chunk + 1 < chunks) stage_chunk(chunk + 1);
+    }
+    for (int a = 0; a < AG; ++a)
+      for (int64_t m = 0; m < 16; ++m) sx[a][m] = m < nag[a] ? t.x_scales[(r0 + 16 * a + m) * t.groups + g] : 0.0f;
+    for (int w = 0; w < WG; ++w)
+      for (int64_t n = 0; n < nwg[w]; ++n)
+        sw[w][n] = t.w_scales[(c0 + 16 * w + n) * t.w_groups + (t.w_groups == 1 ? 0 : g)];
+    _tile_stored(0, cbuf, 64);
+    fold_group(cbuf, sx[0], sw[0], nwg[0], acc[0][0]);
+    if constexpr (AG > 1) {
+      _tile_stored(1, cbuf, 64);
+      fold_group(cbuf, sx[1], sw[0], nwg[0], acc[0][1]);
+    }
+    if constexpr (WG > 1) {
+      _tile_stored(2, cbuf, 64);
+      fold_group(cbuf, sx[0], sw[1], nwg[1], acc[1][0]);
+    }
+    if constexpr (WG > 1 && AG > 1) {
+      _tile_stored(3, cbuf, 64);
+      fold_group(cbuf, sx[1], sw[1], nwg[1], acc[1][1]);
+    }
+  }
+  for (int w = 0; w < WG; ++w)
+    for (int a = 0; a < AG; ++a) {
+      __m512i v[16];
+      for (int n = 0; n < 16; ++n) v[n] = _mm512_load_si512(acc[w][a] + 16 * n);
+      transpose16(v);  // v[m]: activation row m over the 16 weight rows
+      for (int64_t m = 0; m < nag[a]; ++m)
+        _mm512_mask_storeu_ps(t.out + (r0 + 16 * a + m) * t.ldo + c0 + 16 * w, lanes(nwg[w]),
+                              _mm512_castsi512_ps(v[m]));
+    }
+}
+
 }  // namespace
+
+void amx_fp8_pack(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) {
+  for (int64_t s = 0; s < k; s += kStep) {
+    __m512i v[16];
+    for (int64_t m = 0; m < 16; ++m) v[m] = m < rows ? _mm512_loadu_si512(x + m * k + s) : _mm512_setzero_si512();
+    transpose16(v);  // v[kk]: each row's channels 2kk, 2kk + 1 of the step, row after row
+    for (int kk = 0; kk < 16; ++kk) _mm512_storeu_si512(out + s * kBlockRows + kk * kStep, v[kk]);
+  }
+}
+
+void amx_fp8_tile(const Fp8Tile& t) {
+  amx_configure(tile_config());
+  thread_local std::vector<uint16_t> panel_buf;
+  uint16_t* panel = t.rows > 32 ? scratch_aligned(panel_buf, static_cast<size_t>(32 * panel_ld(t))) : nullptr;
+  for (int64_t c = 0; c < t.cols; c += 32) {
+    const int64_t nw = std::min<int64_t>(32, t.cols - c);
+    if (panel) {
+      unpack_block(t, c, nw, panel);
+      compiler_barrier();  // the tile loads read the panel just written
+    }
+    for (int64_t r = 0; r < t.rows; r += 32) {
+      const int64_t na = std::min<int64_t>(32, t.rows - r);
+      if (nw > 16) {
+        if (na > 16)
+          fp8_block<2, 2>(t, panel, c, nw, r, na);
+        else
+          fp8_block<2, 1>(t, panel, c, nw, r, na);
+      } else {
+        if (na > 16)
+          fp8_block<1, 2>(t, panel, c, nw, r, na);
+        else
+          fp8_block<1, 1>(t, panel, c, nw, r, na);
+      }
+    }
+    compiler_barrier();  // and the next block's unpacking comes after them
+  }
+}
 
 void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out) {
   for (int64_t i = 0; i < ldx; i += kBlock) {
@@ -203,5 +401,7 @@ OPCHAIN_TARGET_END()
 namespace opchain::cpu {
 void amx_int8_pack(const int8_t*, int64_t, int64_t, int8_t*) {}
 void amx_int8_tile(const Int8Tile&) {}
+void amx_fp8_pack(const uint16_t*, int64_t, int64_t, uint16_t*) {}
+void amx_fp8_tile(const Fp8Tile&) {}
 }  // namespace opchain::cpu
 #endif

@@ -15,6 +15,8 @@ constexpr int64_t kRowTile = 64, kColTile = 64, kMaxDecodeColTile = 1024;
 constexpr int64_t kPrepRows = 16;  // rows per preparation chunk
 // Int8Tile::xp starts a packed block at each tile's first row, and each preparation chunk packs whole blocks.
 static_assert(kRowTile % kInt8PackRows == 0 && kPrepRows % kInt8PackRows == 0);
+// The Amx fp8 tile's activation blocks are 16 rows, each prepared by one chunk from a tile's first row.
+static_assert(kRowTile % 16 == 0 && kPrepRows == 16);
 
 // One problem's activations as its activation form prepares them, row by row: once per call, before
 // any tile (every column tile of a row reads the same prepared row).
@@ -29,8 +31,8 @@ struct Prepared {
   int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
   float* scales = nullptr;   // Int8Token: [rows]; Fp8Group: [rows, groups]
   int64_t groups = 0, group = 0;
-  Fp8TileFn fp8 = nullptr;           // Fp8Group where the fp8 tile runs: it, and the rows as fp8_pack lays them out
-  uint16_t* x8 = nullptr;            // [rows, in]
+  const Fp8Kernels* fp8 = nullptr;   // Fp8Group where an fp8 tile runs: its kernels, and the rows as
+  uint16_t* x8 = nullptr;            // they prepare them, [rows, in] (Amx: whole 16-row blocks)
   const QuantKernels* k4 = nullptr;  // Bf16 with an int4 weight a SIMD tile takes: whose (int4_kernels)
   void* x4 = nullptr;                // and its int4_prepare rows
   float* x4_sums = nullptr;          // and their group sums, [rows, groups]
@@ -47,14 +49,17 @@ const QuantKernels* int4_kernels(const QuantKernels* qk, const QuantParams& q, A
 
 // The fp8 tile where it runs this weight in the Fp8Group form (its chunks divide k and the activation
 // groups, and the weight's scales are per activation group or per row), else null.
-Fp8TileFn fp8_tile_for(const QuantParams& q, int64_t act_group) {
-  const Fp8TileFn fp8 = fp8_tile_kernel();
+const Fp8Kernels* fp8_tile_for(const QuantParams& q, int64_t act_group) {
+  const Fp8Kernels* fp8 = fp8_kernels();
   const bool block = q.scheme == QuantScheme::Fp8Block;
   if (!fp8 || q.in_features % kFp8Chunk != 0 || act_group % kFp8Chunk != 0 ||
       !(block ? q.group_size == act_group : q.groups() == 1))
     return nullptr;
   return fp8;
 }
+
+// Rows of an fp8 problem's prepared activations: whole 16-row blocks where the tile reads blocks.
+int64_t x8_rows(const Prepared& a, int64_t rows) { return a.fp8->pack_blocks ? (rows + 15) / 16 * 16 : rows; }
 
 // Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
 bool packs_int8(const QuantKernels* qk, const QuantGemmProblem& p) {
@@ -189,7 +194,7 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
         t.ldo = p.ldo;
         t.rows = it.r1 - it.r0;
         t.cols = cols;
-        a.fp8(t);
+        a.fp8->tile(t);
         break;
       }
       // The codes stream from memory once per step in decode: prefetch the rows 4 ahead of the one being
@@ -268,9 +273,17 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
           qk->int8_pack(a.codes + b * a.ld8, a.ld8, std::min(kInt8PackRows, r1 - b), a.packed + b * a.ld8);
       return;
     case ActivationForm::Fp8Group: {
+      if (a.fp8 && a.fp8->pack_blocks) {  // one 16-row block (kPrepRows): rows, then the block
+        thread_local std::vector<uint16_t> rows_buf;
+        uint16_t* rows = scratch_aligned(rows_buf, static_cast<size_t>((r1 - r0) * in));
+        for (int64_t r = r0; r < r1; ++r)
+          a.fp8->prepare(p.x + r * p.ldx, in, a.group, rows + (r - r0) * in, a.scales + r * a.groups);
+        a.fp8->pack_blocks(rows, in, r1 - r0, a.x8 + r0 * in);
+        return;
+      }
       if (a.fp8) {
-        const Fp8PrepareFn prepare = fp8_prepare_kernel();
-        for (int64_t r = r0; r < r1; ++r) prepare(p.x + r * p.ldx, in, a.group, a.x8 + r * in, a.scales + r * a.groups);
+        for (int64_t r = r0; r < r1; ++r)
+          a.fp8->prepare(p.x + r * p.ldx, in, a.group, a.x8 + r * in, a.scales + r * a.groups);
         return;
       }
       thread_local std::vector<uint8_t> f8;
@@ -314,7 +327,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       x4_total += static_cast<size_t>(p.rows * in * a.k4->int4_x_bytes);
       scale_total += static_cast<size_t>(p.rows * p.q->groups());
     } else if (a.fp8) {
-      x8_total += static_cast<size_t>(p.rows * in);
+      x8_total += static_cast<size_t>(x8_rows(a, p.rows) * in);
     } else if (a.form == ActivationForm::Bf16 || a.form == ActivationForm::Fp8Group) {
       val_total += static_cast<size_t>(p.rows * in);
     }
@@ -381,7 +394,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       case ActivationForm::Fp8Group:
         if (a.fp8) {
           a.x8 = x8;
-          x8 += p.rows * in;
+          x8 += x8_rows(a, p.rows) * in;
         } else {
           a.values = a.values_out = vals;
           a.ld = in;
@@ -413,7 +426,8 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   // (Only where the SIMD tiles run: the other paths decode a tile's weights into an f32 panel first.)
   bool decode = true;
   for (size_t i = 0; i < count; ++i)
-    decode = decode && problems[i].rows <= 2 && (prep[i].x4 || (prep[i].form == ActivationForm::Int8Token && qk));
+    decode = decode && problems[i].rows <= 2 &&
+             (prep[i].x4 || prep[i].fp8 || (prep[i].form == ActivationForm::Int8Token && qk));
   if (decode) {
     const int threads = ThreadPool::global().num_threads();
     auto tiles_with = [&](int64_t tile) {

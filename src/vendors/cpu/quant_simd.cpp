@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/isa_target.h"
@@ -231,42 +232,12 @@ inline __m512i round_pairs_to_bf16(__m512 hi, __m512 lo) {
 }  // namespace opchain::cpu::avx512fq
 OPCHAIN_TARGET_END()
 
-// The fp8 tile (quant_simd.h): 64 codes per step become two vectors of 32 bf16 through a 128-entry
-// table split into low and high bytes (vpermi2b reads a code's low 7 bits; its sign bit is the bf16's),
-// interleaved by vpunpck{l,h}bw; the activations are laid out to match the interleave. Every e4m3
-// value is a bf16, so the products are exact and only the f32 sums round.
+// The fp8 tile (quant_simd.h): weight codes unpacked to bf16 as fp8_unpack.inc says, the activations
+// laid out to match; vdpbf16ps, so the products are exact and only the f32 sums round.
 OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512bf16,avx512vbmi,avx2,fma,f16c")
 namespace opchain::cpu::avx512fp8 {
 
-struct Tables {
-  __m512i lo0, lo1, hi0, hi1;
-};
-
-const Tables& tables() {
-  static const Tables t = [] {
-    alignas(64) uint8_t lo[128], hi[128];
-    for (int c = 0; c < 128; ++c) {
-      const uint16_t b = static_cast<uint16_t>(std::bit_cast<uint32_t>(f8e4m3_to_f32(static_cast<uint8_t>(c))) >> 16);
-      lo[c] = static_cast<uint8_t>(b & 0xff);
-      hi[c] = static_cast<uint8_t>(b >> 8);
-    }
-    return Tables{_mm512_load_si512(lo), _mm512_load_si512(lo + 64), _mm512_load_si512(hi), _mm512_load_si512(hi + 64)};
-  }();
-  return t;
-}
-
-// Within each 128-bit lane L, vpunpcklbw pairs bytes 16L + 0..7 and vpunpckhbw bytes 16L + 8..15: word p
-// of the first vector is channel 16 (p / 8) + p % 8, of the second that + 8.
-inline int64_t channel(int64_t v, int64_t p) { return 16 * (p / 8) + p % 8 + 8 * v; }
-
-// 64 codes as two vectors of 32 bf16 values in the tile's order (see channel()).
-inline void unpack(const Tables& tb, __m512i v, __m512i& a, __m512i& b) {
-  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i lo = _mm512_permutex2var_epi8(tb.lo0, v, tb.lo1);
-  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(tb.hi0, v, tb.hi1), v, sign, 0xF8);
-  a = _mm512_unpacklo_epi8(lo, hi);
-  b = _mm512_unpackhi_epi8(lo, hi);
-}
+#include "vendors/cpu/fp8_unpack.inc"
 
 // An activation row's fp8 codes unpacked as the weights' are: their values as bf16 in the tile's order.
 void pack_codes(const uint8_t* codes, int64_t k, uint16_t* out) {
@@ -892,7 +863,7 @@ bool set_avx_vnni_enabled(bool on) {
   return true;
 }
 
-Fp8TileFn fp8_tile_kernel() {
+const Fp8Kernels* fp8_kernels() {
 #if OPCHAIN_CPU_X86
   static const bool has = [] {
     __builtin_cpu_init();
@@ -900,21 +871,11 @@ Fp8TileFn fp8_tile_kernel() {
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
            __builtin_cpu_supports("avx512vbmi");
   }();
-  if (has && (active_isa() == Isa::Avx512Bf16 || active_isa() == Isa::Amx)) return avx512fp8::fp8_tile;
-#endif
-  return nullptr;
-}
-
-Fp8PackFn fp8_pack_kernel() {
-#if OPCHAIN_CPU_X86
-  if (fp8_tile_kernel()) return avx512fp8::pack_codes;
-#endif
-  return nullptr;
-}
-
-Fp8PrepareFn fp8_prepare_kernel() {
-#if OPCHAIN_CPU_X86
-  if (fp8_tile_kernel()) return avx512fp8::quantize_pack;
+  static const Fp8Kernels dpbf16{avx512fp8::fp8_tile, avx512fp8::quantize_pack, avx512fp8::pack_codes, nullptr};
+  static const Fp8Kernels amx{amx_fp8_tile, avx512fp8::quantize_pack, avx512fp8::pack_codes, amx_fp8_pack};
+  if (!has) return nullptr;
+  if (active_isa() == Isa::Amx && amx_supported()) return &amx;
+  if (active_isa() == Isa::Avx512Bf16 || active_isa() == Isa::Amx) return &dpbf16;
 #endif
   return nullptr;
 }

@@ -62,7 +62,7 @@ struct Int8Tile {
 
 // out[r * ldo + c] = sum_g x_scales[r, g] * w_scale(c, g) * sum_{k in g} x[r, k] * fp8(code[c, k]), g over
 // groups of `group` channels (the last may be short), w_scale(c, g) = w_scales[c * w_groups + g] or, with
-// w_groups == 1, w_scales[c]. x holds the activations' fp8 codes as fp8_pack lays them out.
+// w_groups == 1, w_scales[c]. x holds the activations as the tier's Fp8Kernels prepare them.
 struct Fp8Tile {
   const uint16_t* x = nullptr;
   int64_t ldx = 0;
@@ -77,18 +77,25 @@ struct Fp8Tile {
 };
 // Channels per step of the fp8 tile: k and group must be multiples of it.
 inline constexpr int64_t kFp8Chunk = 64;
-// The fp8 tile of the active ISA, or null (AVX-512 with BF16 and VBMI: e4m3 codes become bf16 through
-// two vpermi2b lookups, then vdpbf16ps; the products are exact, the sums f32).
 using Fp8TileFn = void (*)(const Fp8Tile&);
-Fp8TileFn fp8_tile_kernel();
-// A row of k fp8 codes (k a multiple of kFp8Chunk) as the fp8 tile reads activations: each code's value
-// as bf16 (exact), in the order the tile unpacks weight codes. Once per row and call, before any tile.
+// A row of k fp8 codes (k a multiple of kFp8Chunk) as the fp8 tiles read activations: each code's value
+// as bf16 (exact), in the order they unpack weight codes (fp8_unpack.inc).
 using Fp8PackFn = void (*)(const uint8_t* codes, int64_t k, uint16_t* out);
-Fp8PackFn fp8_pack_kernel();  // null where fp8_tile_kernel() is
 // A row of k activations as the Fp8Group form quantises them (quantize_row_fp8: its scales and codes,
-// bit for bit, groups of `group`), the codes packed as fp8_pack does; k and group multiples of kFp8Chunk.
+// bit for bit, groups of `group`), the codes laid out as Fp8PackFn lays them; k and group multiples of
+// kFp8Chunk.
 using Fp8PrepareFn = void (*)(const float* x, int64_t k, int64_t group, uint16_t* out, float* scales);
-Fp8PrepareFn fp8_prepare_kernel();  // null where fp8_tile_kernel() is
+// The fp8 tile of the active ISA and how its activations are prepared, once per row and call.
+// AVX-512 with BF16 and VBMI: e4m3 codes become bf16 through two vpermi2b lookups, then vdpbf16ps; the
+// products are exact, the sums f32; Fp8Tile::x is the prepared rows. Amx: TDPBF16PS (amx_quant.cpp);
+// Fp8Tile::x is the prepared rows packed by pack_blocks in 16-row blocks, from the tile's first row.
+struct Fp8Kernels {
+  Fp8TileFn tile = nullptr;
+  Fp8PrepareFn prepare = nullptr;
+  Fp8PackFn pack_codes = nullptr;  // the layout prepare writes, from codes (its specification)
+  void (*pack_blocks)(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) = nullptr;  // Amx only
+};
+const Fp8Kernels* fp8_kernels();  // null where no fp8 tile runs
 
 // Rows per QuantKernels::int8_pack block.
 inline constexpr int64_t kInt8PackRows = 16;
@@ -136,5 +143,9 @@ bool set_avx_vnni_enabled(bool on);
 // amx_quant.cpp: Isa::Amx's int8 tile (needs Int8Tile::xp) and its activation packing.
 void amx_int8_tile(const Int8Tile& t);
 void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out);
+// Isa::Amx's fp8 tile (amx_quant.cpp), and its activation blocks: `rows` (<= 16) prepared rows of k
+// into AMX's pair layout, 16 x 32 bf16 per k step of 32 (rows past `rows` zero).
+void amx_fp8_tile(const Fp8Tile& t);
+void amx_fp8_pack(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out);
 
 }  // namespace opchain::cpu
