@@ -160,16 +160,24 @@ void set_group_map(const Layer& L, QuantParams& q, Tensor& codes, const std::str
     order[next[static_cast<size_t>(g[static_cast<size_t>(k)])]++] = static_cast<int32_t>(k);
   const int64_t row_bytes = codes.size(1);
   Tensor sorted = Tensor::empty(DType::U8, codes.shape());
-  std::memset(sorted.raw(), 0, sorted.nbytes());
   const uint8_t* src = codes.data<uint8_t>();
   uint8_t* dst = sorted.data<uint8_t>();
+  // Per row: the nibbles spread to bytes, gathered in the new order, packed again (loops the compiler
+  // vectorises around the one gather, rather than a read-modify-write of a nibble per channel).
   ThreadPool::global().parallel_for(L.out, [&](int, int64_t o0, int64_t o1) {
-    for (int64_t o = o0; o < o1; ++o)
-      for (int64_t j = 0; j < L.in; ++j) {
-        const int64_t k = order[j];
-        const uint8_t code = (src[o * row_bytes + k / 2] >> ((k & 1) * 4)) & 0xf;
-        dst[o * row_bytes + j / 2] |= static_cast<uint8_t>(code << ((j & 1) * 4));
+    std::vector<uint8_t> spread(static_cast<size_t>(2 * row_bytes)), gathered(static_cast<size_t>(2 * row_bytes), 0);
+    for (int64_t o = o0; o < o1; ++o) {
+      const uint8_t* s = src + o * row_bytes;
+      for (int64_t b = 0; b < row_bytes; ++b) {
+        spread[static_cast<size_t>(2 * b)] = s[b] & 0xf;
+        spread[static_cast<size_t>(2 * b + 1)] = s[b] >> 4;
       }
+      for (int64_t j = 0; j < L.in; ++j) gathered[static_cast<size_t>(j)] = spread[static_cast<size_t>(order[j])];
+      uint8_t* d = dst + o * row_bytes;
+      for (int64_t b = 0; b < row_bytes; ++b)
+        d[b] = static_cast<uint8_t>(gathered[static_cast<size_t>(2 * b)] |
+                                    (gathered[static_cast<size_t>(2 * b + 1)] << 4));
+    }
   });
   codes = sorted;
 }
