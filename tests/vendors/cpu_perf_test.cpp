@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <thread>
 
@@ -196,6 +197,7 @@ TEST(CpuPerf, DISABLED_Prefill) {
   std::printf("bf16 dot form: %s\n",
               cpu::bf16_dot_supported() ? cpu::bf16_dot_form_name(cpu::bf16_dot_form()) : "none");
   time_prefill_grouped(2048, 768, 3, 9);
+  time_prefill_grouped(2048, 768, 1, 9);
   time_prefill_grouped(768, 2048, 3, 9);
   time_prefill_linear(512, 2048, 4096, 9);
   time_prefill_linear(512, 4096, 2048, 9);
@@ -203,6 +205,24 @@ TEST(CpuPerf, DISABLED_Prefill) {
 
 TEST(CpuPerf, DISABLED_GroupedDecode) {
   for (int64_t tokens : {1, 8, 32, 512}) stream_grouped(tokens, 5);
+}
+
+// Row counts from batched decode to prefill at bf16 precision on one thread, weights in cache: each
+// kernel's compute ceiling by rows as k grows. OPCHAIN_PERF_ROWS=a,b,... picks the row counts.
+TEST(CpuPerf, DISABLED_RowCounts) {
+  ThreadPool::set_global_threads(1);
+  std::vector<int64_t> counts = {4, 8, 16, 32, 48, 64, 96, 128, 512};
+  if (const char* e = std::getenv("OPCHAIN_PERF_ROWS")) {
+    counts.clear();
+    for (const char* p = e; *p;) {
+      char* end = nullptr;
+      counts.push_back(std::strtoll(p, &end, 10));
+      p = *end ? end + 1 : end;
+    }
+  }
+  for (int64_t k : {2048, 4096})
+    for (int64_t rows : counts) time_linear(rows, k, 768, rows >= 128 ? 10 : 40, MatmulPrecision::Bf16);
+  ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 TEST(CpuPerf, DISABLED_Linear) {
