@@ -19,7 +19,23 @@ struct LoadedModel {
   DeviceContext device;
   std::unique_ptr<CausalLM> model;
   double load_seconds = 0;
+  // Note [Resident weights] (io/safetensors.h): whether the kernels read copies in anonymous memory
+  // (resident) or the file's mapping, and why.
+  std::string weight_placement;
 };
+
+// Note [Resident weights]: whether a process copies `bytes` of weights into memory of its own. Not a
+// shard of a tensor- or expert-parallel model (every rank would copy the whole checkpoint to keep its
+// part); not when the copies would take more than 3/4 of `mem_available` (unknown: 0), so a model that
+// only fits mapped still runs. `env` (OPCHAIN_WEIGHTS, null when unset) "mapped" or "resident" overrides
+// the memory test; anything else is an InvalidArgumentError. The string says which and why.
+struct WeightResidency {
+  bool resident = false;
+  std::string why;
+};
+WeightResidency choose_weight_residency(size_t bytes, size_t mem_available, int64_t tp_size, int64_t ep_size,
+                                        const char* env);
+size_t available_memory_bytes();  // /proc/meminfo's MemAvailable; 0 where unknown
 
 // The matmul precision a model is built with (Note [Matmul precision]). Auto: Quantized for a quantised
 // checkpoint (its format's own numerics, as vLLM runs it), Bf16 when the weights are mostly bf16 (run in

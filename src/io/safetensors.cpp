@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -130,8 +131,76 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   }
 }
 
+// The resident copies: slots in one arena, each 64-byte aligned; a slot is filled on first use.
+struct SafetensorsFile::Resident {
+  ~Resident() {
+    if (fd >= 0) ::close(fd);
+  }
+  int fd = -1;   // the file, read with pread: no page faults on the mapping, nothing of it left resident
+  Tensor arena;  // U8 [bytes], owning
+  struct Slot {
+    size_t offset = 0;
+    bool filled = false;
+  };
+  std::map<std::string, Slot> slots;
+  std::mutex mu;
+};
+
+namespace {
+constexpr size_t kResidentMinBytes = size_t{64} << 10;  // smaller tensors (norms, biases) stay mapped
+constexpr size_t kResidentAlign = 64;                   // a cache line: no vector or AMX tile row splits
+
+size_t resident_slot_bytes(const SafetensorsEntry& e) {
+  return (e.end - e.begin + kResidentAlign - 1) / kResidentAlign * kResidentAlign;
+}
+
+// Drops this process's mapped pages lying wholly inside [p, p + n) (a neighbour's shared page stays).
+void drop_mapped_pages(const void* p, size_t n) {
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin)
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
+}
+}  // namespace
+
 SafetensorsFile::~SafetensorsFile() {
   if (map_) ::munmap(map_, size_);
+}
+
+bool SafetensorsFile::resident_eligible(const SafetensorsEntry& e) {
+  const bool read_in_place = e.dtype == DType::F32 || e.dtype == DType::BF16 || e.dtype == DType::F16 ||
+                             e.dtype == DType::F8E4M3 || e.dtype == DType::I8;
+  return read_in_place && e.rank <= kMaxDims && e.end - e.begin >= kResidentMinBytes;
+}
+
+size_t SafetensorsFile::resident_bytes() const {
+  size_t n = 0;
+  for (const auto& [name, e] : entries_)
+    if (resident_eligible(e)) n += resident_slot_bytes(e);
+  return n;
+}
+
+bool SafetensorsFile::is_resident(const std::string& name) const {
+  return resident_ && resident_->slots.count(name) > 0;
+}
+
+void SafetensorsFile::make_resident() {
+  if (resident_) return;
+  auto r = std::make_unique<Resident>();
+  size_t total = 0;
+  for (const auto& [name, e] : entries_)
+    if (resident_eligible(e)) {
+      r->slots[name].offset = total;
+      total += resident_slot_bytes(e);
+    }
+  if (total == 0) return;
+  r->fd = ::open(path_.c_str(), O_RDONLY);
+  if (r->fd < 0) throw FormatError("cannot open safetensors file " + path_ + ": " + std::strerror(errno));
+  // Tensor::empty maps large buffers lazily on a 2 MiB boundary with MADV_HUGEPAGE: slots never used
+  // (a checkpoint's vision tower, say) cost no memory.
+  r->arena = Tensor::empty(DType::U8, Shape{static_cast<int64_t>(total)});
+  resident_ = std::move(r);
 }
 
 Tensor SafetensorsFile::tensor(const std::string& name) const {
@@ -141,7 +210,29 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
     throw FormatError("tensor '" + name + "' in " + path_ + " has " + std::to_string(it->second.rank) +
                       " dimensions; opchain reads tensors of at most " + std::to_string(kMaxDims) +
                       " (a vision tower's conv weight is not needed for text)");
-  return Tensor::view(data_section_ + it->second.begin, it->second.dtype, it->second.shape);
+  const SafetensorsEntry& e = it->second;
+  if (resident_) {
+    auto slot = resident_->slots.find(name);
+    if (slot != resident_->slots.end()) {
+      char* dst = static_cast<char*>(resident_->arena.raw()) + slot->second.offset;
+      std::lock_guard<std::mutex> lock(resident_->mu);
+      if (!slot->second.filled) {
+        const size_t file_offset = static_cast<size_t>(data_section_ - static_cast<const char*>(map_)) + e.begin;
+        for (size_t done = 0; done < e.end - e.begin;) {
+          const ssize_t got =
+              ::pread(resident_->fd, dst + done, e.end - e.begin - done, static_cast<off_t>(file_offset + done));
+          if (got < 0 && errno == EINTR) continue;
+          if (got <= 0)
+            throw FormatError("cannot read tensor '" + name + "' from " + path_ + ": " +
+                              (got < 0 ? std::strerror(errno) : "the file ended early"));
+          done += static_cast<size_t>(got);
+        }
+        slot->second.filled = true;
+      }
+      return Tensor::view(dst, e.dtype, e.shape);
+    }
+  }
+  return Tensor::view(data_section_ + e.begin, e.dtype, e.shape);
 }
 
 Tensor SafetensorsFile::bytes(const std::string& name) const {
@@ -201,14 +292,15 @@ Tensor WeightStore::get_any_shape(const std::string& name) const {
 
 void WeightStore::release(const std::string& name) const {
   const Tensor t = get_bytes(name);
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(t.raw()) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(t.raw()) + t.nbytes()) / page * page;
-  if (end > begin)
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advisory: failure changes nothing
+  drop_mapped_pages(t.raw(), t.nbytes());
 }
 
 void WeightStore::map_in(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it != where_.end() && it->second->is_resident(name)) {
+    (void)it->second->tensor(name);  // the copy, made now if it was not: every page touched
+    return;
+  }
   const Tensor t = get_bytes(name);
   const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = reinterpret_cast<uintptr_t>(t.raw()) / page * page;
@@ -229,6 +321,16 @@ Tensor WeightStore::get_bytes(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw FormatError("missing tensor '" + name + "' in model " + dir_);
   return it->second->bytes(name);
+}
+
+void WeightStore::make_resident() {
+  for (auto& f : files_) f->make_resident();
+}
+
+size_t WeightStore::resident_bytes() const {
+  size_t n = 0;
+  for (const auto& f : files_) n += f->resident_bytes();
+  return n;
 }
 
 Tensor WeightStore::get(const std::string& name, const Shape& expected) const {

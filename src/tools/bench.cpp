@@ -480,6 +480,7 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
                  {"gen", o.gen},
                  {"reps", o.reps},
                  {"load_s", m.load_seconds},
+                 {"weight_placement", m.weight_placement},
                  {"weight_bytes", m.weights->total_bytes()},
                  {"peak_rss_bytes", rss},
                  {"state_bytes_per_sequence", KvCache::state_bytes_per_sequence(c)},
@@ -496,7 +497,8 @@ void run_bench(const BenchOptions& o, std::ostream& out, std::ostream& log_strea
       << fmt(static_cast<double>(m.weights->total_bytes()) / 1e9, 2) << " GB of weights), vendor " << o.vendor << ", "
       << matmul_precision_name(m.device.matmul_precision) << " matmuls, " << threads << " threads, " << mode << "\n"
       << "load " << fmt(m.load_seconds, 2) << " s, peak RSS " << fmt(static_cast<double>(rss) / 1e9, 2)
-      << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n";
+      << " GB, memory read bandwidth " << fmt(bw_gbs) << " GB/s (best pass over " << o.bandwidth_mib << " MiB)\n"
+      << "weights " << m.weight_placement << "\n";
   if (const size_t st = KvCache::state_bytes_per_sequence(c); st > 0)
     out << "linear-attention state: " << fmt(static_cast<double>(st) / 1e6, 2) << " MB per sequence ("
         << c.num_linear_attention_layers() << " of " << c.num_hidden_layers << " layers)\n";

@@ -78,11 +78,12 @@ std::unique_ptr<ModelSession> open_session(const EngineOptions& f, bool need_tok
   const auto& c = s->loaded.config;
   std::fprintf(stderr,
                "loaded %s: %s parameters, %s weights, %d layers, vendor %s, %s matmuls, %.2f s, resident %.1f MiB "
-               "(weights mapped %.1f MiB)\n",
+               "(weights %.1f MiB, %s)\n",
                c.architecture.c_str(), human_count(s->loaded.model->parameter_count()).c_str(),
                describe_weights(*s->loaded.weights).c_str(), static_cast<int>(c.num_hidden_layers), f.vendor.c_str(),
                std::string(matmul_precision_name(s->loaded.device.matmul_precision)).c_str(), s->loaded.load_seconds,
-               resident_bytes() / 1048576.0, s->loaded.weights->total_bytes() / 1048576.0);
+               resident_bytes() / 1048576.0, s->loaded.weights->total_bytes() / 1048576.0,
+               s->loaded.weight_placement.c_str());
   if (const EngineStats st = s->engine->stats(); st.state_slots_total > 0)
     std::fprintf(stderr, "linear-attention state: %lld slots x %.2f MiB (%.2f MiB), KV blocks %.1f MiB\n",
                  static_cast<long long>(st.state_slots_total),
