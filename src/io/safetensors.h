@@ -21,17 +21,16 @@ struct SafetensorsEntry {
   size_t end = 0;
 };
 
-// Note [Resident weights]: a checkpoint's tensors are mapped from its file, and a kernel reading them in
-// place reads page-cache pages through 4 KiB mappings at the file's alignment, which for files written by
-// the safetensors library puts every tensor 8 bytes past a cache line's start at best (the header is
-// padded to 8). Measured on a Sapphire Rapids KVM guest (4-layer Qwen3-30B-A3B shape, bf16, 2 threads,
-// three interleaved rounds): the same kernels on copies in anonymous memory decode 12-20% faster at batch
-// 1 and 4-12% at batch 8; the tensors copied on a 64-byte boundary gained 1-4% more than copies at the
+// Note [Resident weights]: a checkpoint's tensors are mapped from its file, and kernels reading them in
+// place there read page-cache pages through 4 KiB mappings at the file's alignment, which for files written
+// by the safetensors library (header padded to 8) puts tensors off a cache line. On a Sapphire Rapids KVM
+// guest the same kernels on copies in anonymous memory ran, on the 4-layer Qwen3-30B-A3B shape, prefill
+// 512 5-33% faster and decode 13-22% faster at batch 1 to 32 (Amx, Avx512 and Avx2 tiers; the dense
+// Qwen3-4B shape 1-17%); copies on a 64-byte boundary were 2-7% faster at batch 1 than copies at the
 // file's alignment (docs/performance/sapphire-rapids.md, seventh session). So when a process holds the
 // whole model (make_resident), each large tensor of a dtype the kernels read in place (f32, bf16, f16,
-// fp8, int8) is copied on first use into one anonymous, huge-page-advised arena, 64-byte aligned, and its
-// mapped pages are dropped; tensors that the loader converts anyway (int4 codes), small ones and
-// sharded loads stay mapped.
+// fp8, int8) is read with pread on first use into one lazily mapped, huge-page-advised arena, 64-byte
+// aligned; tensors the loader converts anyway (int4 codes), small ones and sharded loads stay mapped.
 class SafetensorsFile {
  public:
   // Throws FormatError naming `path` (and the tensor) on any malformed header or out-of-range offset.
