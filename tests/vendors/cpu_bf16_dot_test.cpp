@@ -240,6 +240,56 @@ TEST(CpuBf16Dot, Avx512TierInt4TileGivesTheFmaFormBits) {
   cpu::set_int4_form_by_rows(true);
 }
 
+// The Amx tier's opt-in int4 tile (TDPBF16PS on the codes as bf16 16 + q, amx_quant.cpp) against the reference at
+// the op's tolerance, and batch invariant: each row alone == the same row among the others, bit for bit.
+// Both chunk layouts (groups of 64: narrow; 128 with k a multiple of 128: wide), symmetric (zero 8) and
+// asymmetric, the staged tiles (up to 32 rows; 17-32 take two activation groups) and the panel ones (more),
+// weight rows in whole and partial groups of 16 and 32.
+TEST(CpuBf16Dot, AmxInt4TileMatchesReferenceAndIsBatchInvariant) {
+  RestoreCpu restore;
+  if (!cpu::isa_supported(cpu::Isa::Amx) || !cpu::set_active_isa(cpu::Isa::Amx)) GTEST_SKIP() << "no AMX";
+  struct Restore {
+    bool was = cpu::amx_int4_enabled();
+    ~Restore() { cpu::set_amx_int4_enabled(was); }
+  } restore_int4;
+  cpu::set_amx_int4_enabled(true);
+  std::mt19937 g(27);
+  const auto k = kernel<OpType::Linear>(kCpuVendor, DType::U8);
+  const auto ref = kernel<OpType::Linear>("reference", DType::U8);
+  int cases = 0;
+  for (const auto [in, group] : {std::pair<int64_t, int64_t>{256, 128}, {2048, 128}, {1344, 64}, {1344, 192}})
+    for (bool asym : {false, true})
+      for (int64_t out : {40, 100}) {
+        auto q = std::make_shared<QuantParams>();
+        q->scheme = QuantScheme::Int4Group;
+        q->in_features = in;
+        q->group_size = group;
+        q->scales = rand_f32(g, {out, in / group}, 0.01f, 0.02f);
+        if (asym) q->zeros = rand_f32(g, {out, in / group}, 6.0f, 9.0f);
+        Tensor codes = Tensor::empty(DType::U8, {out, in / 2});
+        for (int64_t i = 0; i < codes.numel(); ++i) codes.data<uint8_t>()[i] = static_cast<uint8_t>(g());
+        const int64_t rows = 70;
+        const Tensor x = rand_f32(g, {rows, in}, -3.0f, 3.0f);
+        Tensor want = Tensor::empty(DType::F32, {rows, out});
+        ref.fn(LinearArgs{x, codes, {}, want, MatmulPrecision::Quantized, q.get()});
+        for (int64_t n : {1, 2, 5, 16, 17, 31, 32, 33, 64, 70}) {
+          ++cases;
+          SCOPED_TRACE("in " + std::to_string(in) + ", group " + std::to_string(group) + (asym ? ", asym" : ", sym") +
+                       ", " + std::to_string(out) + " columns, " + std::to_string(n) + " rows");
+          Tensor got = Tensor::empty(DType::F32, {n, out});
+          k.fn(LinearArgs{x.slice_rows(0, n), codes, {}, got, MatmulPrecision::Quantized, q.get()});
+          EXPECT_LE(max_rel_diff(got, want.slice_rows(0, n)), 1e-4f);
+          if (n == rows)
+            for (int64_t r : {0, 16, 31, 45, 69}) {
+              Tensor one = Tensor::empty(DType::F32, {1, out});
+              k.fn(LinearArgs{x.slice_rows(r, r + 1), codes, {}, one, MatmulPrecision::Quantized, q.get()});
+              EXPECT_EQ(std::memcmp(one.raw(), got.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+            }
+        }
+      }
+  EXPECT_EQ(cases, 160);
+}
+
 // An int4 weight whose groups the AVX-512 tiles' 64-channel chunk does not divide (GPTQ with groups of 16
 // or 32) runs the AVX2 tile on the AVX-512 tiers (QuantKernels::int4_other), not the generic f32 path:
 // the Avx2 tier's bits, for one row and for many.

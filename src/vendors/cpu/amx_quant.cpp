@@ -12,7 +12,7 @@
 // fp8 (Fp8Group activations on Fp8Block / Fp8Channel weights): TDPBF16PS on the codes' exact bf16 values.
 // A: 16 weight rows x 32 channels unpacked from the codes (fp8_unpack.inc), staged a chunk ahead in a
 // double buffer (few activation rows) or from a panel of 32 weight rows unpacked once for all row blocks
-// (more than 32); B: 16 activation rows in AMX's pair layout, packed once per call (amx_fp8_pack) in the
+// (more than 32); B: 16 activation rows in AMX's pair layout, packed once per call (amx_pack_pairs) in the
 // same channel order. For each scale group, C tiles start at zero and take the group's k steps in order;
 // then acc = fma(C, x_scale * w_scale, acc), groups in order. An output element so depends only on its
 // activation row, its weight row and k, and the Amx tier runs this tile for every row count (its bits
@@ -326,9 +326,227 @@ void fp8_block(const Fp8Tile& t, const uint16_t* panel, int64_t c0, int64_t nw, 
     }
 }
 
+// ---- int4 ----------------------------------------------------------------------------------------------
+
+// The avx512q int4 tile's chunk layouts (int4_avx512_impl.inc: Narrow, Wide), which int4_prepare lays the
+// activations out in: a chunk's code bytes as 16-bit lanes (Narrow widens 32 bytes, Wide reads 64 as they
+// are), and vector j of the chunk = nibble j of every lane as the bf16 16 + q (exponent 4, q in the top four
+// mantissa bits). So k step s of a weight row (32 bf16, one TDPBF16PS step) is vector s % kVecs of chunk
+// s / kVecs, and the prepared row holds the same channels at its elements 32 s .. 32 s + 31.
+struct Int4Narrow {
+  static constexpr int64_t kChannels = 64, kBytes = 32, kVecs = 2;
+};
+struct Int4Wide {
+  static constexpr int64_t kChannels = 128, kBytes = 64, kVecs = 4;
+};
+constexpr int64_t kInt4Ahead = 4;  // chunks of each weight row prefetched ahead of its staging
+constexpr int64_t kInt4Buffers = 2;
+
+template <class L>
+inline __m512i int4_lanes(const uint8_t* bytes) {
+  if constexpr (L::kVecs == 2)
+    return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bytes)));
+  else
+    return _mm512_loadu_si512(bytes);
+}
+
+// Nibble j of every 16-bit lane moved to bits 6..3 by vpmultishiftqb (port 5), so that the unpacking leaves
+// port 0, where TDPBF16PS issues, to the ternary logic: the low byte of each lane is the lane's bits
+// 4j - 3 .. 4j + 4 (rotating within the qword: for j = 0 the top three are the qword's other bits, masked
+// off), the high byte anything (masked off too).
+struct Int4Shifts {
+  __m512i ctl[4];
+  Int4Shifts() {
+    alignas(64) uint8_t b[64];
+    for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 64; ++i) b[i] = i % 2 ? 0 : static_cast<uint8_t>((16 * ((i % 8) / 2) + 4 * j + 61) % 64);
+      ctl[j] = _mm512_load_si512(b);
+    }
+  }
+};
+
+// The chunk's kVecs vectors of one weight row, each into out + j * vec_stride.
+template <class L>
+inline void int4_unpack_chunk(const Int4Shifts& sh, __m512i lanes, uint16_t* out, int64_t vec_stride) {
+  const __m512i mant = _mm512_set1_epi16(0x78), exp16 = _mm512_set1_epi16(0x4180);
+  for (int j = 0; j < L::kVecs; ++j)  // (a & mant) | exp16
+    _mm512_store_si512(out + j * vec_stride,
+                       _mm512_ternarylogic_epi32(_mm512_multishift_epi64_epi8(sh.ctl[j], lanes), mant, exp16, 0xEA));
+}
+
+// Weight rows codes[0 .. n) (n <= 16, `ld` bytes apart), chunk `chunk`, into the chunk's kVecs A tiles at
+// a + j * 512; rows past n zero. The rows' chunks kInt4Ahead on are prefetched (as fp8's stage_weights).
+template <class L>
+inline void int4_stage(const Int4Shifts& sh, const uint8_t* codes, int64_t ld, int64_t n, int64_t chunk, bool ahead,
+                       uint16_t* a) {
+  const uint8_t* row = codes + chunk * L::kBytes;
+  if (n == kBlockRows) {
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < kBlockRows; ++r) {
+      if (ahead) __builtin_prefetch(row + r * ld + kInt4Ahead * L::kBytes, 0, 1);
+      int4_unpack_chunk<L>(sh, int4_lanes<L>(row + r * ld), a + r * kStep, kBlockRows * kStep);
+    }
+    return;
+  }
+  for (int64_t r = 0; r < kBlockRows; ++r) {
+    if (r < n)
+      int4_unpack_chunk<L>(sh, int4_lanes<L>(row + r * ld), a + r * kStep, kBlockRows * kStep);
+    else
+      for (int64_t j = 0; j < L::kVecs; ++j)
+        _mm512_store_si512(a + j * kBlockRows * kStep + r * kStep, _mm512_setzero_si512());
+  }
+}
+
+// Many activation rows: 32 weight rows unpacked once into a panel every row block reads (panel_ld apart).
+template <class L>
+void int4_unpack_block(const Int4Tile& t, int64_t c, int64_t n, uint16_t* panel) {
+  const int64_t pld = t.k + 32, chunks = t.k / L::kChannels;
+  const Int4Shifts sh;
+  for (int64_t r = 0; r < 32; ++r) {
+    uint16_t* row = panel + r * pld;
+    if (r >= n) {
+      std::memset(row, 0, static_cast<size_t>(t.k) * sizeof(uint16_t));
+      continue;
+    }
+    const uint8_t* codes = t.codes + (c + r) * t.code_ld;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk)
+      int4_unpack_chunk<L>(sh, int4_lanes<L>(codes + chunk * L::kBytes), row + chunk * L::kChannels, kStep);
+  }
+}
+
+// WG groups of 16 weight rows from c0 (nw rows in all) x AG groups of 16 activation rows from r0 (na), as
+// fp8_block: weights from `panel` or staged a chunk ahead into a double buffer. Per group, C tiles from zero
+// take the group's k steps in order (C = sum_k x (16 + q)); then acc = fma(C, s, acc) and acc = fnmadd(s (16 +
+// zero), x_sum, acc), groups in order: one fixed sequence per output element.
+template <class L, int WG, int AG>
+void int4_block(const Int4Tile& t, const uint16_t* panel, int64_t c0, int64_t nw, int64_t r0, int64_t na) {
+  alignas(64) uint16_t stage[kInt4Buffers][2][L::kVecs * kBlockRows * kStep];  // [buffer][weight group]: kVecs A tiles
+  alignas(64) float acc[2][2][16 * 16] = {};  // [weight group][activation group]: [n][m]
+  alignas(64) float cbuf[16 * 16], sx[2][16] = {}, sw[2][16] = {}, swz[2][16] = {};
+  const uint16_t* x = static_cast<const uint16_t*>(t.x);
+  const int64_t xblock = kBlockRows * t.k;  // uint16 of one packed 16-row block
+  const uint16_t* xb = x + r0 / kBlockRows * xblock;
+  const int64_t nwg[2] = {std::min<int64_t>(nw, 16), std::max<int64_t>(nw - 16, 0)};
+  const int64_t nag[2] = {std::min<int64_t>(na, 16), std::max<int64_t>(na - 16, 0)};
+  const int64_t per_group = t.group_size / L::kChannels, chunks = t.k / L::kChannels;
+  const Int4Shifts sh;
+  const uint8_t* const codes = t.codes + c0 * t.code_ld;
+  const int64_t code_ld = t.code_ld;
+  auto stage_chunk = [&, codes, code_ld](int64_t chunk) {
+    const bool ahead = chunk + kInt4Ahead < chunks;
+    int4_stage<L>(sh, codes, code_ld, nwg[0], chunk, ahead, stage[chunk % kInt4Buffers][0]);
+    if constexpr (WG > 1)
+      int4_stage<L>(sh, codes + 16 * code_ld, code_ld, nwg[1], chunk, ahead, stage[chunk % kInt4Buffers][1]);
+  };
+  const int64_t pld = t.k + 32;
+  if (!panel)
+    for (int64_t chunk = 0; chunk < std::min<int64_t>(kInt4Buffers - 1, chunks); ++chunk) stage_chunk(chunk);
+  for (int64_t g = 0; g < t.groups; ++g) {
+    _tile_zero(0);
+    if constexpr (AG > 1) _tile_zero(1);
+    if constexpr (WG > 1) _tile_zero(2);
+    if constexpr (WG > 1 && AG > 1) _tile_zero(3);
+    const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
+    for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
+      const uint16_t* b0 = stage[chunk % kInt4Buffers][0];
+      const uint16_t* b1 = stage[chunk % kInt4Buffers][1];
+      compiler_barrier();  // the tile loads read the stores that staged this chunk
+      for (int64_t j = 0; j < L::kVecs; ++j) {
+        const int64_t step = chunk * L::kVecs + j;
+        _tile_loadd(6, xb + step * kBlockRows * kStep, 64);
+        if constexpr (AG > 1) _tile_loadd(7, xb + xblock + step * kBlockRows * kStep, 64);
+        if (panel)
+          _tile_loadd(4, panel + step * kStep, pld * 2);
+        else
+          _tile_loadd(4, b0 + j * kBlockRows * kStep, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        if constexpr (AG > 1) _tile_dpbf16ps(1, 4, 7);
+        if constexpr (WG > 1) {
+          if (panel)
+            _tile_loadd(5, panel + 16 * pld + step * kStep, pld * 2);
+          else
+            _tile_loadd(5, b1 + j * kBlockRows * kStep, 64);
+          _tile_dpbf16ps(2, 5, 6);
+          if constexpr (AG > 1) _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
+      if (!panel && chunk + kInt4Buffers - 1 < chunks) stage_chunk(chunk + kInt4Buffers - 1);
+    }
+    for (int a = 0; a < AG; ++a)
+      for (int64_t m = 0; m < nag[a]; ++m) sx[a][m] = t.x_sums[(r0 + 16 * a + m) * t.groups + g];
+    for (int w = 0; w < WG; ++w)
+      for (int64_t n = 0; n < nwg[w]; ++n) {
+        const int64_t c = c0 + 16 * w + n;
+        sw[w][n] = t.scales[c * t.groups + g];
+        swz[w][n] = sw[w][n] * (t.zeros ? t.zeros[c * t.groups + g] + 16.0f : 24.0f);
+      }
+    auto fold = [&](int w, int a) {
+      const __m512 vx = _mm512_load_ps(sx[a]);
+      float* ac = acc[w][a];
+      for (int64_t n = 0; n < nwg[w]; ++n) {
+        const __m512 v =
+            _mm512_fmadd_ps(_mm512_load_ps(cbuf + 16 * n), _mm512_set1_ps(sw[w][n]), _mm512_load_ps(ac + 16 * n));
+        _mm512_store_ps(ac + 16 * n, _mm512_fnmadd_ps(_mm512_set1_ps(swz[w][n]), vx, v));
+      }
+    };
+    _tile_stored(0, cbuf, 64);
+    fold(0, 0);
+    if constexpr (AG > 1) {
+      _tile_stored(1, cbuf, 64);
+      fold(0, 1);
+    }
+    if constexpr (WG > 1) {
+      _tile_stored(2, cbuf, 64);
+      fold(1, 0);
+    }
+    if constexpr (WG > 1 && AG > 1) {
+      _tile_stored(3, cbuf, 64);
+      fold(1, 1);
+    }
+  }
+  for (int w = 0; w < WG; ++w)
+    for (int a = 0; a < AG; ++a) {
+      __m512i v[16];
+      for (int n = 0; n < 16; ++n) v[n] = _mm512_load_si512(acc[w][a] + 16 * n);
+      transpose16(v);  // v[m]: activation row m over the 16 weight rows
+      for (int64_t m = 0; m < nag[a]; ++m)
+        _mm512_mask_storeu_ps(t.out + (r0 + 16 * a + m) * t.ldo + c0 + 16 * w, lanes(nwg[w]),
+                              _mm512_castsi512_ps(v[m]));
+    }
+}
+
+template <class L>
+void int4_tile_as(const Int4Tile& t) {
+  thread_local std::vector<uint16_t> panel_buf;
+  uint16_t* panel = t.rows > 32 ? scratch_aligned(panel_buf, static_cast<size_t>(32 * (t.k + 32))) : nullptr;
+  for (int64_t c = 0; c < t.cols; c += 32) {
+    const int64_t nw = std::min<int64_t>(32, t.cols - c);
+    if (panel) {
+      int4_unpack_block<L>(t, c, nw, panel);
+      compiler_barrier();  // the tile loads read the panel just written
+    }
+    for (int64_t r = 0; r < t.rows; r += 32) {
+      const int64_t na = std::min<int64_t>(32, t.rows - r);
+      if (nw > 16) {
+        if (na > 16)
+          int4_block<L, 2, 2>(t, panel, c, nw, r, na);
+        else
+          int4_block<L, 2, 1>(t, panel, c, nw, r, na);
+      } else {
+        if (na > 16)
+          int4_block<L, 1, 2>(t, panel, c, nw, r, na);
+        else
+          int4_block<L, 1, 1>(t, panel, c, nw, r, na);
+      }
+    }
+    compiler_barrier();  // and the next block's unpacking comes after them
+  }
+}
+
 }  // namespace
 
-void amx_fp8_pack(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) {
+void amx_pack_pairs(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) {
   for (int64_t s = 0; s < k; s += kStep) {
     __m512i v[16];
     for (int64_t m = 0; m < 16; ++m) v[m] = m < rows ? _mm512_loadu_si512(x + m * k + s) : _mm512_setzero_si512();
@@ -363,6 +581,14 @@ void amx_fp8_tile(const Fp8Tile& t) {
     }
     compiler_barrier();  // and the next block's unpacking comes after them
   }
+}
+
+void amx_int4_tile(const Int4Tile& t) {
+  amx_configure(tile_config());
+  if (t.group_size % Int4Wide::kChannels == 0 && t.k % Int4Wide::kChannels == 0)
+    int4_tile_as<Int4Wide>(t);
+  else
+    int4_tile_as<Int4Narrow>(t);
 }
 
 void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out) {
@@ -401,7 +627,8 @@ OPCHAIN_TARGET_END()
 namespace opchain::cpu {
 void amx_int8_pack(const int8_t*, int64_t, int64_t, int8_t*) {}
 void amx_int8_tile(const Int8Tile&) {}
-void amx_fp8_pack(const uint16_t*, int64_t, int64_t, uint16_t*) {}
+void amx_pack_pairs(const uint16_t*, int64_t, int64_t, uint16_t*) {}
 void amx_fp8_tile(const Fp8Tile&) {}
+void amx_int4_tile(const Int4Tile&) {}
 }  // namespace opchain::cpu
 #endif

@@ -15,7 +15,7 @@ constexpr int64_t kRowTile = 64, kColTile = 64, kMaxDecodeColTile = 1024;
 constexpr int64_t kPrepRows = 16;  // rows per preparation chunk
 // Int8Tile::xp starts a packed block at each tile's first row, and each preparation chunk packs whole blocks.
 static_assert(kRowTile % kInt8PackRows == 0 && kPrepRows % kInt8PackRows == 0);
-// The Amx fp8 tile's activation blocks are 16 rows, each prepared by one chunk from a tile's first row.
+// The Amx fp8 and int4 tiles' activation blocks are 16 rows, each prepared by one chunk from a tile's first row.
 static_assert(kRowTile % 16 == 0 && kPrepRows == 16);
 
 // One problem's activations as its activation form prepares them, row by row: once per call, before
@@ -60,6 +60,8 @@ const Fp8Kernels* fp8_tile_for(const QuantParams& q, int64_t act_group) {
 
 // Rows of an fp8 problem's prepared activations: whole 16-row blocks where the tile reads blocks.
 int64_t x8_rows(const Prepared& a, int64_t rows) { return a.fp8->pack_blocks ? (rows + 15) / 16 * 16 : rows; }
+// The same for an int4 problem's (QuantKernels::int4_pack).
+int64_t x4_rows(const Prepared& a, int64_t rows) { return a.k4->int4_pack ? (rows + 15) / 16 * 16 : rows; }
 
 // Whether an Int8Token problem's activations are packed for the ISA's int8 tile (QuantKernels::int8_pack).
 bool packs_int8(const QuantKernels* qk, const QuantGemmProblem& p) {
@@ -237,15 +239,23 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
         const int32_t* order = p.q->input_order.is_null() ? nullptr : p.q->input_order.data<int32_t>();
         thread_local std::vector<float> gathered;
         float* xg = order ? scratch(gathered, static_cast<size_t>(in)) : nullptr;
+        // Where the tile reads packed blocks: this chunk's rows (one 16-row block, kPrepRows) first, then the block.
+        thread_local std::vector<uint16_t> rows_buf;
+        const bool pack = a.k4->int4_pack != nullptr;
+        char* dst = pack ? reinterpret_cast<char*>(scratch_aligned(rows_buf, static_cast<size_t>((r1 - r0) * in))) -
+                               r0 * in * a.k4->int4_x_bytes
+                         : static_cast<char*>(a.x4);
         for (int64_t r = r0; r < r1; ++r) {
           const float* xr = p.x + r * p.ldx;
           if (order) {
             for (int64_t j = 0; j < in; ++j) xg[j] = xr[order[j]];
             xr = xg;
           }
-          a.k4->int4_prepare(xr, in, p.q->group_size, static_cast<char*>(a.x4) + r * in * a.k4->int4_x_bytes,
-                             a.x4_sums + r * groups);
+          a.k4->int4_prepare(xr, in, p.q->group_size, dst + r * in * a.k4->int4_x_bytes, a.x4_sums + r * groups);
         }
+        if (pack)
+          a.k4->int4_pack(reinterpret_cast<const uint16_t*>(dst + r0 * in * a.k4->int4_x_bytes), in, r1 - r0,
+                          reinterpret_cast<uint16_t*>(static_cast<char*>(a.x4) + r0 * in * a.k4->int4_x_bytes));
         return;
       }
       for (int64_t r = r0; r < r1; ++r) {
@@ -324,7 +334,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       a.fp8 = fp8_tile_for(*p.q, a.group);
     }
     if (a.k4) {
-      x4_total += static_cast<size_t>(p.rows * in * a.k4->int4_x_bytes);
+      x4_total += static_cast<size_t>(x4_rows(a, p.rows) * in * a.k4->int4_x_bytes);
       scale_total += static_cast<size_t>(p.rows * p.q->groups());
     } else if (a.fp8) {
       x8_total += static_cast<size_t>(x8_rows(a, p.rows) * in);
@@ -371,7 +381,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
         if (a.k4) {
           a.x4 = x4;
           a.x4_sums = scales;
-          x4 += p.rows * in * a.k4->int4_x_bytes;
+          x4 += x4_rows(a, p.rows) * in * a.k4->int4_x_bytes;
           scales += p.rows * p.q->groups();
           break;
         }

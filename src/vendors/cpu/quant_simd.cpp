@@ -195,6 +195,18 @@ constexpr int64_t kAmxPackRows = 4;
 const QuantKernels kAmxKernels = {
     kChunk,          2, int4_prepare, int4_tile, avx512int8::int8_prepare, int8_tile_amx, amx_int8_pack, kAmxPackRows,
     &avx2q::kKernels};
+// The same with int4 (bf16 activations) on the TDPBF16PS tile at every row count (amx_int4_tile: its own
+// summation order), where set_amx_int4_enabled chose it.
+const QuantKernels kAmxInt4Kernels = {kChunk,
+                                      2,
+                                      int4_prepare,
+                                      amx_int4_tile,
+                                      avx512int8::int8_prepare,
+                                      int8_tile_amx,
+                                      amx_int8_pack,
+                                      kAmxPackRows,
+                                      &avx2q::kKernels,
+                                      amx_pack_pairs};
 
 }  // namespace opchain::cpu::avx512q
 OPCHAIN_TARGET_END()
@@ -841,7 +853,18 @@ std::atomic<bool>& avx_vnni_slot() {
   return on;
 }
 
+std::atomic<bool>& amx_int4_slot() {
+  static std::atomic<bool> on{[] {
+    const char* env = std::getenv("OPCHAIN_CPU_AMX_INT4");
+    return env && std::string_view(env) == "1";
+  }()};
+  return on;
+}
+
 }  // namespace
+
+bool amx_int4_enabled() { return amx_int4_slot().load(std::memory_order_relaxed); }
+void set_amx_int4_enabled(bool on) { amx_int4_slot().store(on, std::memory_order_relaxed); }
 
 bool avx_vnni_supported() {
 #if OPCHAIN_CPU_X86
@@ -872,7 +895,7 @@ const Fp8Kernels* fp8_kernels() {
            __builtin_cpu_supports("avx512vbmi");
   }();
   static const Fp8Kernels dpbf16{avx512fp8::fp8_tile, avx512fp8::quantize_pack, avx512fp8::pack_codes, nullptr};
-  static const Fp8Kernels amx{amx_fp8_tile, avx512fp8::quantize_pack, avx512fp8::pack_codes, amx_fp8_pack};
+  static const Fp8Kernels amx{amx_fp8_tile, avx512fp8::quantize_pack, avx512fp8::pack_codes, amx_pack_pairs};
   if (!has) return nullptr;
   if (active_isa() == Isa::Amx && amx_supported()) return &amx;
   if (active_isa() == Isa::Avx512Bf16 || active_isa() == Isa::Amx) return &dpbf16;
@@ -915,7 +938,7 @@ const QuantKernels* quant_kernels() {
     case Isa::Avx512Bf16:
       return avx512_full ? &avx512q::kKernels : avx2;  // AVX512_BF16 without VNNI: the AVX2 tiles
     case Isa::Amx:
-      return &avx512q::kAmxKernels;  // Amx implies the full AVX-512 set
+      return amx_int4_enabled() ? &avx512q::kAmxInt4Kernels : &avx512q::kAmxKernels;  // the full AVX-512 set too
     case Isa::Avx2:
       return avx2;
     case Isa::Generic:

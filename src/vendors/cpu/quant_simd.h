@@ -13,7 +13,8 @@
 //     32 codes, a byte interleave with the exponent per 16 and a shift or an and per 8, f32 FMAs sum x (32
 //     + q) exactly-multiplied and (32 + zero) times the group sum is taken back out; other shapes widen 16
 //     codes per step to int32, subtract the zero in integers and convert to f32. Each group's partial dot
-//     is scaled into an f32 accumulator; no weight is ever widened in memory.
+//     is scaled into an f32 accumulator; no weight is ever widened in memory. Isa::Amx runs the same tile,
+//     or, where set_amx_int4_enabled chose it, TDPBF16PS on the same bf16 values 16 + q (below).
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
 //     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI on zmm, on
 //     every AVX-512 tier whose CPU has it, Cascade Lake and Ice Lake included; on the Avx2 tier the VEX
@@ -30,7 +31,8 @@ namespace opchain::cpu {
 // out[r * ldo + c] = sum_g scale[c, g] * sum_{k in g} x[r, k] * (code[c, k] - zero[c, g]) (+ nothing else)
 // for r < rows, c < cols.
 struct Int4Tile {
-  const void* x = nullptr;  // prepared activations (QuantKernels::int4_prepare), rows of ldx elements
+  const void* x = nullptr;  // prepared activations (QuantKernels::int4_prepare), rows of ldx elements, or
+                            // their 16-row blocks where the kernels pack them (QuantKernels::int4_pack)
   int64_t ldx = 0;
   const uint8_t* codes = nullptr;  // the tile's first weight row; rows code_ld bytes apart
   int64_t code_ld = 0;
@@ -122,6 +124,10 @@ struct QuantKernels {
   // 16 or 32 under a 64-channel chunk), before the generic path would. A weight's every row takes the
   // same tile, so results stay batch invariant.
   const QuantKernels* int4_other = nullptr;
+  // Optional (Isa::Amx): up to 16 int4_prepare rows of k into one block of the int4 tile's own layout
+  // (amx_pack_pairs). Where set, quant_gemm prepares whole 16-row blocks and Int4Tile::x is the packed
+  // blocks from the tile's first row.
+  void (*int4_pack)(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) = nullptr;
 };
 
 // The kernels of the active ISA, or null where only the generic path exists.
@@ -133,6 +139,16 @@ const QuantKernels* quant_kernels();
 // checked against vdpbf16ps bit for bit.
 void set_int4_form_by_rows(bool on);
 
+// Isa::Amx's int4 tile, chosen for the process (OPCHAIN_CPU_AMX_INT4=1 in the environment, or this call):
+// TDPBF16PS on the codes' bf16 values 16 + q, staged per chunk into A tiles (few rows) or unpacked once
+// into a panel of 32 weight rows (many), the activations packed into pair blocks (amx_quant.cpp). Its
+// summation order is its own, so it runs at every row count once chosen (batch invariance). Not the
+// default: on Sapphire Rapids class cores it gives 2.2-2.4x the prefill of the vector tile but ~40% less
+// batch-1 and batch-8 decode, because the unpacked weights must go through memory to reach a tile and
+// the stores and tile loads do not overlap (docs/performance/emerald-rapids.md, AMX section).
+bool amx_int4_enabled();
+void set_amx_int4_enabled(bool on);
+
 // The Avx2 tier's int8 tile is AVX-VNNI's vpdpbusd where the CPU has avx_vnni (unless
 // OPCHAIN_CPU_AVXVNNI=0 is in the environment), else vpmaddubsw. Tests and benchmarks: choose;
 // false (and nothing changes) when asked for AVX-VNNI on a CPU without it.
@@ -143,9 +159,10 @@ bool set_avx_vnni_enabled(bool on);
 // amx_quant.cpp: Isa::Amx's int8 tile (needs Int8Tile::xp) and its activation packing.
 void amx_int8_tile(const Int8Tile& t);
 void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out);
-// Isa::Amx's fp8 tile (amx_quant.cpp), and its activation blocks: `rows` (<= 16) prepared rows of k
-// into AMX's pair layout, 16 x 32 bf16 per k step of 32 (rows past `rows` zero).
+// Isa::Amx's fp8 and int4 tiles (amx_quant.cpp), and their activation blocks: `rows` (<= 16) prepared rows
+// of k bf16 into AMX's pair layout, 16 x 32 bf16 per k step of 32 (rows past `rows` zero).
 void amx_fp8_tile(const Fp8Tile& t);
-void amx_fp8_pack(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out);
+void amx_int4_tile(const Int4Tile& t);
+void amx_pack_pairs(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out);
 
 }  // namespace opchain::cpu
