@@ -197,6 +197,43 @@ TEST(CpuVendor, SoftmaxChunkStepsOnEveryIsa) {
   }
 }
 
+// softmax_chunk_rows is scale_max, the rescale and exp_shifted_sum row by row, to the bit: rows with a
+// whole chunk, a short one and none of it, maxima that rise, stay and start at -inf, every ISA.
+TEST(CpuVendor, SoftmaxChunkRowsIsTheRowStepsOnEveryIsa) {
+  std::mt19937 g(17);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  constexpr int64_t kRows = 11, kLd = 32, kD = 40;
+  const int64_t counts[kRows] = {32, 32, 31, 17, 16, 5, 1, 0, 32, 32, 20};
+  for (cpu::Isa isa : supported_isas()) {
+    const cpu::SimdKernels* sk = cpu::simd_for(isa);
+    std::vector<float> s(kRows * kLd), m(kRows), l(kRows), acc(kRows * kD);
+    for (auto& x : s) x = u(g);
+    for (auto& x : acc) x = u(g);
+    for (int64_t r = 0; r < kRows; ++r) {
+      m[r] = r % 3 == 0 ? -std::numeric_limits<float>::infinity() : r % 3 == 1 ? 0.5f : 4.0f;
+      l[r] = r % 3 == 0 ? 0.0f : 1.0f + static_cast<float>(r);
+    }
+    std::vector<float> ws = s, wm = m, wl = l, wacc = acc;
+    for (int64_t r = 0; r < kRows; ++r) {
+      float* sr = ws.data() + r * kLd;
+      const float chunk_max = sk->scale_max(sr, 0.088f, counts[r]);
+      if (chunk_max > wm[r]) {
+        const float alpha = std::exp(wm[r] - chunk_max);
+        wl[r] *= alpha;
+        sk->scale(wacc.data() + r * kD, alpha, kD);
+        wm[r] = chunk_max;
+      }
+      wl[r] += sk->exp_shifted_sum(sr, wm[r], sr, counts[r]);
+    }
+    sk->softmax_chunk_rows(s.data(), kLd, kRows, counts, 0.088f, m.data(), l.data(), acc.data(), kD);
+    const std::string at = cpu::isa_name(isa);
+    EXPECT_EQ(std::memcmp(s.data(), ws.data(), s.size() * sizeof(float)), 0) << at;
+    EXPECT_EQ(std::memcmp(m.data(), wm.data(), m.size() * sizeof(float)), 0) << at;
+    EXPECT_EQ(std::memcmp(l.data(), wl.data(), l.size() * sizeof(float)), 0) << at;
+    EXPECT_EQ(std::memcmp(acc.data(), wacc.data(), acc.size() * sizeof(float)), 0) << at;
+  }
+}
+
 // ---- batch invariance: row r alone == row r inside a batch of 37, bit for bit -----------------
 
 constexpr int64_t kBatch = 37;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -37,19 +38,25 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   const float** ptrs = scratch(ptr_buf, static_cast<size_t>(rows + 2 * kKvChunk));
   thread_local std::vector<float> kt_buf;  // the chunk's keys of one kv head, transposed: [d, kKvChunk]
   float* kt = scratch_aligned(kt_buf, static_cast<size_t>(d * kKvChunk));
-  // A bf16 cache: the chunk's values of one kv head widened to f32, and the keys' bf16 rows.
+  // The chunk's values of one kv head, contiguous (widened to f32 from a bf16 cache), and the keys' rows.
   const bool bf16 = job.kv_dtype == DType::BF16;
   const int64_t esize = bf16 ? 2 : 4;
   thread_local std::vector<float> vwide_buf;
-  float* vwide = bf16 ? scratch_aligned(vwide_buf, static_cast<size_t>(kKvChunk * d)) : nullptr;
+  float* vwide = scratch_aligned(vwide_buf, static_cast<size_t>(kKvChunk * d));
   const void* krows[kKvChunk];
   auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;
   float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
   const float** qrows = ptrs;
   const float** vp = ptrs + rows;
+  // Row r sees kv positions [0, visible[r]); count[r] of them in the current chunk. Kept per row, not
+  // recomputed from r: two integer divisions per row and chunk were ~6% of a long prompt's attention.
+  thread_local std::vector<int64_t> visible_buf;
+  int64_t* visible = scratch(visible_buf, static_cast<size_t>(2 * rows));
+  int64_t* count = visible + rows;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t hh = it.h0 + r / head_rows, i = it.i0 + (r / group) % nq, h = r % group;
+    visible[r] = s.past + i + 1;
     qrows[r] = job.q + ((s.q_row0 + i) * job.hq + hh * group + h) * d;
     m[r] = -std::numeric_limits<float>::infinity();
     l[r] = 0.0f;
@@ -107,13 +114,15 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t j = p - p0, off = base[j] + hh * d;
         krows[j] = at(job.k, off);
-        if (bf16) {
-          float* vw = vwide + j * d;
+        // Values copied to one block, f32 ones too: in place, a chunk's rows lie hk * d floats apart
+        // (2 KiB for 4 kv heads of 128), so the L1 sets they map to hold fewer of them than P @ V
+        // rereads for every group of rows.
+        float* vw = vwide + j * d;
+        if (bf16)
           sk.widen_bf16(reinterpret_cast<const uint16_t*>(at(job.v, off)), vw, d);
-          vp[j] = vw;
-        } else {
-          vp[j] = reinterpret_cast<const float*>(at(job.v, off));
-        }
+        else
+          std::memcpy(vw, at(job.v, off), static_cast<size_t>(d) * sizeof(float));
+        vp[j] = vw;
       }
       // Scores for every position of the chunk (each one FMA chain over the head dim, whatever the
       // rows); positions a row must not see are left out below. Keys transposed once per chunk and kv
@@ -122,26 +131,15 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
       sk.transpose_keys(krows, job.kv_dtype, p1 - p0, d, kt, width);
       sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t visible = s.past + it.i0 + (r / group) % nq + 1;
-        const int64_t cnt = std::min(p1, visible) - p0;
-        float* sr = score + r * kKvChunk;
-        const float chunk_max = sk.scale_max(sr, job.scale, cnt);
-        float* a = acc + r * d;
-        if (chunk_max > m[r]) {  // rescale what was summed under the old max
-          const float alpha = std::exp(m[r] - chunk_max);
-          l[r] *= alpha;
-          sk.scale(a, alpha, d);
-          m[r] = chunk_max;
-        }
-        l[r] += sk.exp_shifted_sum(sr, m[r], sr, cnt);  // the weights overwrite the row's scores
-      }
+      for (int64_t r = r0; r < r1; ++r) count[r] = std::min(p1, visible[r]) - p0;
+      sk.softmax_chunk_rows(score + r0 * kKvChunk, kKvChunk, r1 - r0, count + r0, job.scale, m + r0, l + r0,
+                            acc + r0 * d, d);
       // P @ V, rows that see the same positions together (a query's heads always do; every row
       // does in chunks wholly in the past).
       for (int64_t r = r0; r < r1;) {
-        const int64_t cnt = std::min(p1, s.past + it.i0 + (r / group) % nq + 1) - p0;
+        const int64_t cnt = count[r];
         int64_t rend = r + 1;
-        while (rend < r1 && std::min(p1, s.past + it.i0 + (rend / group) % nq + 1) - p0 == cnt) ++rend;
+        while (rend < r1 && count[rend] == cnt) ++rend;
         for (int64_t x = r; x < rend; ++x) yrows[x - r] = acc + x * d;
         sk.axpy_rows(yrows, rend - r, score + r * kKvChunk, kKvChunk, vp, cnt, d);
         r = rend;

@@ -108,6 +108,7 @@ const SimdKernels kKernels = {Isa::Generic,
                               dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
+                              softmax_chunk_rows,
                               decode_attention};
 }  // namespace opchain::cpu::generic
 
@@ -224,6 +225,7 @@ const SimdKernels kKernels = {Isa::Avx2,
                               dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
+                              softmax_chunk_rows,
                               decode_attention};
 }  // namespace opchain::cpu::avx2
 OPCHAIN_TARGET_END()
@@ -367,6 +369,7 @@ const SimdKernels kKernels = {Isa::Avx512,
                               dequantize_i8,
                               scale_max,
                               exp_shifted_sum,
+                              softmax_chunk_rows,
                               decode_attention};
 }  // namespace opchain::cpu::avx512
 OPCHAIN_TARGET_END()

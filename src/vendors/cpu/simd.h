@@ -85,6 +85,11 @@ struct SimdKernels {
   float (*scale_max)(float* s, float a, int64_t n);
   // exp_shifted, returning sum_j e[j] in a fixed order for a given n (lanes, then vreduce's tree).
   float (*exp_shifted_sum)(const float* s, float m, float* e, int64_t n);
+  // For r < rows: scale_max over row r's cnt[r] scores (s + r * lds, scaled by `factor`); where that
+  // maximum exceeds m[r], l[r] and acc[r * d, +d) times exp(m[r] - max) and m[r] = max; then
+  // l[r] += exp_shifted_sum(row, m[r], row, cnt[r]). The same bits as those steps row by row.
+  void (*softmax_chunk_rows)(float* s, int64_t lds, int64_t rows, const int64_t* cnt, float factor, float* m, float* l,
+                             float* acc, int64_t d);
   void (*decode_attention)(const DecodeSpan& span);  // Note [decode attention]
 };
 
