@@ -36,6 +36,18 @@ bool os_grants_tile_data() {
 
 }  // namespace
 
+const AmxTileConfig& amx_full_tiles() {
+  static const AmxTileConfig cfg = [] {
+    AmxTileConfig c;
+    for (int t = 0; t < 8; ++t) {
+      c.rows[t] = 16;
+      c.colsb[t] = 64;
+    }
+    return c;
+  }();
+  return cfg;
+}
+
 bool amx_supported() {
 #if OPCHAIN_CPU_X86 && defined(__linux__)
   static const bool ok = cpu_has_amx() && os_grants_tile_data();

@@ -38,6 +38,14 @@ struct alignas(64) AmxTileConfig {
 // valid where amx_supported().
 void amx_configure(const AmxTileConfig& cfg);
 
+// Every tile 16 rows x 64 bytes: the one configuration all of the tier's kernels use, so a thread loads
+// it once, and every TDPBF16PS is the same 16 x 16 x 32 step whatever a call's shape.
+const AmxTileConfig& amx_full_tiles();
+
+// GCC's tileloadd intrinsic is an asm without a memory operand: without this barrier the compiler may
+// sink the stores that build a tile past the load that reads it, or hoist reads of a tile's store.
+inline void amx_compiler_barrier() { asm volatile("" ::: "memory"); }
+
 struct GemmTile;  // simd.h
 // The Amx tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h): the contract of
 // GemmTileFn on bf16 weights, on TDPBF16PS. Only valid where amx_supported() and avx512_bf16.

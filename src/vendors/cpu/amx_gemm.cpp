@@ -22,24 +22,6 @@ constexpr int64_t kGroup = 16;              // weight rows per A tile, activatio
 constexpr int64_t kTile = kGroup * kChunk;  // uint16 per A or B tile (16 rows x 64 bytes)
 constexpr int64_t kRowBytes = kChunk * 2;
 
-// Every tile 16 rows x 64 bytes, always: one configuration, so a thread loads it once (amx_configure),
-// and every TDPBF16PS is the same 16 x 16 x 32 step whatever the call's shape.
-const AmxTileConfig& full_tiles() {
-  static const AmxTileConfig cfg = [] {
-    AmxTileConfig c;
-    for (int t = 0; t < 8; ++t) {
-      c.rows[t] = kGroup;
-      c.colsb[t] = kRowBytes;
-    }
-    return c;
-  }();
-  return cfg;
-}
-
-// GCC's tileloadd intrinsic is an asm without a memory operand: without this the compiler may sink
-// the stores that build a tile past the load that reads it.
-inline void compiler_barrier() { asm volatile("" ::: "memory"); }
-
 // r[i] lane j <- r[j] lane i, for 16 x 16 dwords.
 inline void transpose16(__m512i r[16]) {
   __m512i t[16];
@@ -192,7 +174,7 @@ void store_transposed(const float* c, float* out, int64_t ldo, int64_t rows, int
 
 void amx_bf16_gemm_tile(const GemmTile& t) {
   if (t.rows <= 0 || t.cols <= 0) return;
-  amx_configure(full_tiles());
+  amx_configure(amx_full_tiles());
   const int64_t full = t.k / kChunk, rem = t.k % kChunk, chunks = full + (rem != 0);
   const int64_t act_groups = (t.rows + kGroup - 1) / kGroup, w_groups = (t.cols + kGroup - 1) / kGroup;
 
@@ -224,7 +206,7 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
     }
     return WeightGroup{wq, t.ldw * 2, tl, kRowBytes};
   };
-  compiler_barrier();
+  amx_compiler_barrier();
 
   alignas(64) float cbuf[4 * 256];
   const uint16_t* b[2];
@@ -245,13 +227,13 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
     int64_t q = 0;
     for (; q + 2 <= w_groups; q += 2) {
       const WeightGroup g[2] = {weight_group(q, 0), weight_group(q + 1, 1)};
-      compiler_barrier();
+      amx_compiler_barrier();
       block<2, 1>(g, b, full, rem != 0, cbuf);
       for (int i = 0; i < 2; ++i) write_out(q + i, 0, cbuf + i * 256);
     }
     if (q < w_groups) {
       const WeightGroup g[1] = {weight_group(q, 0)};
-      compiler_barrier();
+      amx_compiler_barrier();
       block<1, 1>(g, b, full, rem != 0, cbuf);
       write_out(q, 0, cbuf);
     }
@@ -262,7 +244,7 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
   for (int64_t q = 0; q < w_groups; q += 2) {
     const bool pair = q + 1 < w_groups;
     const WeightGroup g[2] = {weight_group(q, 0), pair ? weight_group(q + 1, 1) : WeightGroup{}};
-    compiler_barrier();
+    amx_compiler_barrier();
     for (int64_t h = 0; h < act_groups; h += 2) {
       b[0] = panel + h * chunks * kTile;
       b[1] = b[0] + chunks * kTile;

@@ -36,18 +36,7 @@ namespace {
 constexpr int64_t kBlock = 64;  // channels per tile step: 64 bytes per tile row
 
 // Tile registers: C 0..3 (2 weight groups x 2 activation groups), A (weights) 4..5, B (activations)
-// 6..7; every tile 16 rows of 64 bytes, so one configuration serves every shape.
-const AmxTileConfig& tile_config() {
-  static const AmxTileConfig cfg = [] {
-    AmxTileConfig c;
-    for (int i = 0; i < 8; ++i) {
-      c.rows[i] = 16;
-      c.colsb[i] = 64;
-    }
-    return c;
-  }();
-  return cfg;
-}
+// 6..7, under amx_full_tiles().
 
 // The 16 x 16 int32 matrix r[0..15] transposed in place: four rounds, each swapping the off-diagonal
 // blocks of size b (bit b of the row index with bit b of the lane index) with two-source permutes.
@@ -186,10 +175,6 @@ constexpr int64_t kStep = 32;  // bf16 channels per tile row: one TDPBF16PS k st
 constexpr int64_t kBlockRows = 16;
 constexpr int64_t kFp8Ahead = 4;  // chunks of each weight row prefetched ahead of its staging
 
-// GCC's tileloadd intrinsic is an asm without a memory operand: without this the compiler may sink
-// the stores that stage a tile past the load that reads it.
-inline void compiler_barrier() { asm volatile("" ::: "memory"); }
-
 // Weight rows [c, c + n) (n <= 16), chunk `chunk`, unpacked into two A tiles (the chunk's 32-wide
 // halves, in the tile channel order); rows past n are zero. The rows' chunks kFp8Ahead on are
 // prefetched: 16 or 32 row streams read a chunk at a time defeat the hardware's stream detection.
@@ -272,7 +257,7 @@ void fp8_block(const Fp8Tile& t, const uint16_t* panel, int64_t c0, int64_t nw, 
     const int64_t last = std::min((g + 1) * per_group, chunks);  // the last group may be short
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
       uint16_t(*b)[2][kBlockRows * kStep] = stage[chunk & 1];
-      compiler_barrier();  // the tile loads read the stores that staged this chunk
+      amx_compiler_barrier();  // the tile loads read the stores that staged this chunk
       for (int64_t h = 0; h < 2; ++h) {
         const int64_t step = 2 * chunk + h;
         _tile_loadd(6, xb + step * kBlockRows * kStep, 64);
@@ -292,7 +277,7 @@ void fp8_block(const Fp8Tile& t, const uint16_t* panel, int64_t c0, int64_t nw, 
           if constexpr (AG > 1) _tile_dpbf16ps(3, 5, 7);
         }
       }
-      compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
+      amx_compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
       if (!panel && chunk + 1 < chunks) stage_chunk(chunk + 1);
     }
     for (int a = 0; a < AG; ++a)
@@ -450,7 +435,7 @@ void int4_block(const Int4Tile& t, const uint16_t* panel, int64_t c0, int64_t nw
     for (int64_t chunk = g * per_group; chunk < last; ++chunk) {
       const uint16_t* b0 = stage[chunk % kInt4Buffers][0];
       const uint16_t* b1 = stage[chunk % kInt4Buffers][1];
-      compiler_barrier();  // the tile loads read the stores that staged this chunk
+      amx_compiler_barrier();  // the tile loads read the stores that staged this chunk
       for (int64_t j = 0; j < L::kVecs; ++j) {
         const int64_t step = chunk * L::kVecs + j;
         _tile_loadd(6, xb + step * kBlockRows * kStep, 64);
@@ -470,7 +455,7 @@ void int4_block(const Int4Tile& t, const uint16_t* panel, int64_t c0, int64_t nw
           if constexpr (AG > 1) _tile_dpbf16ps(3, 5, 7);
         }
       }
-      compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
+      amx_compiler_barrier();  // and the next chunk's staging, into the other buffer, comes after them
       if (!panel && chunk + kInt4Buffers - 1 < chunks) stage_chunk(chunk + kInt4Buffers - 1);
     }
     for (int a = 0; a < AG; ++a)
@@ -524,7 +509,7 @@ void int4_tile_as(const Int4Tile& t) {
     const int64_t nw = std::min<int64_t>(32, t.cols - c);
     if (panel) {
       int4_unpack_block<L>(t, c, nw, panel);
-      compiler_barrier();  // the tile loads read the panel just written
+      amx_compiler_barrier();  // the tile loads read the panel just written
     }
     for (int64_t r = 0; r < t.rows; r += 32) {
       const int64_t na = std::min<int64_t>(32, t.rows - r);
@@ -540,7 +525,7 @@ void int4_tile_as(const Int4Tile& t) {
           int4_block<L, 1, 1>(t, panel, c, nw, r, na);
       }
     }
-    compiler_barrier();  // and the next block's unpacking comes after them
+    amx_compiler_barrier();  // and the next block's unpacking comes after them
   }
 }
 
@@ -556,14 +541,14 @@ void amx_pack_pairs(const uint16_t* x, int64_t k, int64_t rows, uint16_t* out) {
 }
 
 void amx_fp8_tile(const Fp8Tile& t) {
-  amx_configure(tile_config());
+  amx_configure(amx_full_tiles());
   thread_local std::vector<uint16_t> panel_buf;
   uint16_t* panel = t.rows > 32 ? scratch_aligned(panel_buf, static_cast<size_t>(32 * panel_ld(t))) : nullptr;
   for (int64_t c = 0; c < t.cols; c += 32) {
     const int64_t nw = std::min<int64_t>(32, t.cols - c);
     if (panel) {
       unpack_block(t, c, nw, panel);
-      compiler_barrier();  // the tile loads read the panel just written
+      amx_compiler_barrier();  // the tile loads read the panel just written
     }
     for (int64_t r = 0; r < t.rows; r += 32) {
       const int64_t na = std::min<int64_t>(32, t.rows - r);
@@ -579,12 +564,12 @@ void amx_fp8_tile(const Fp8Tile& t) {
           fp8_block<1, 1>(t, panel, c, nw, r, na);
       }
     }
-    compiler_barrier();  // and the next block's unpacking comes after them
+    amx_compiler_barrier();  // and the next block's unpacking comes after them
   }
 }
 
 void amx_int4_tile(const Int4Tile& t) {
-  amx_configure(tile_config());
+  amx_configure(amx_full_tiles());
   if (t.group_size % Int4Wide::kChannels == 0 && t.k % Int4Wide::kChannels == 0)
     int4_tile_as<Int4Wide>(t);
   else
@@ -601,7 +586,7 @@ void amx_int8_pack(const int8_t* x, int64_t ldx, int64_t rows, int8_t* out) {
 }
 
 void amx_int8_tile(const Int8Tile& t) {
-  amx_configure(tile_config());
+  amx_configure(amx_full_tiles());
   for (int64_t c = 0; c < t.cols; c += 32) {
     const int64_t nw = std::min<int64_t>(32, t.cols - c);
     for (int64_t r = 0; r < t.rows; r += 32) {
