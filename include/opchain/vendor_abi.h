@@ -49,6 +49,10 @@
  * columns sorted by group at load. A 1.0 or 1.1 plugin loads and runs unchanged; arrays of
  * oc_quant_params reach it at its own struct's stride, and a weight with input_order is refused to it
  * with a message.
+ *
+ * Not marshalled (yet): the `precision` attribute of prefill_attention and paged_prefill_attention
+ * (added after 1.2, held back so that the field lists above stay as published). A plugin kernel for
+ * them computes the products as it sees fit within the op's f32 tolerance, as before.
  */
 #ifndef OPCHAIN_VENDOR_ABI_H
 #define OPCHAIN_VENDOR_ABI_H

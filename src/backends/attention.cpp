@@ -2,7 +2,8 @@
 
 namespace opchain {
 
-DefaultAttentionImpl::DefaultAttentionImpl(const OpsBackend& backend, const ImplBuildParams& p) {
+DefaultAttentionImpl::DefaultAttentionImpl(const OpsBackend& backend, const ImplBuildParams& p)
+    : precision_(p.precision) {
   site_ = TraceSite{p.module_path, p.nn_module, "DefaultAttentionImpl"};
   fill_ = std::make_unique<KernelImpl<OpType::FillKvCache>>(backend, p, "DefaultAttentionImpl.fill_kv_cache");
   prefill_ = std::make_unique<KernelImpl<OpType::PrefillAttention>>(backend, p, "DefaultAttentionImpl.prefill");
@@ -17,9 +18,9 @@ void DefaultAttentionImpl::forward(const StepContext& ctx, const Tensor& q, cons
   if (ctx.attn.is_decoding) {
     (*decode_)(PagedDecodeAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn});
   } else if (ctx.attn.has_past) {
-    (*paged_prefill_)(PagedPrefillAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn});
+    (*paged_prefill_)(PagedPrefillAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn, precision_});
   } else {
-    (*prefill_)(PrefillAttentionArgs{q, k, v, out, scale, &ctx.attn});
+    (*prefill_)(PrefillAttentionArgs{q, k, v, out, scale, &ctx.attn, precision_});
   }
 }
 

@@ -17,6 +17,7 @@ class DefaultAttentionImpl final : public AttentionImpl {
   std::unique_ptr<KernelImpl<OpType::PrefillAttention>> prefill_;
   std::unique_ptr<KernelImpl<OpType::PagedPrefillAttention>> paged_prefill_;
   std::unique_ptr<KernelImpl<OpType::PagedDecodeAttention>> decode_;
+  MatmulPrecision precision_;  // prefill's; decode attention is f32 at every precision
 };
 
 }  // namespace opchain

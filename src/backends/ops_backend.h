@@ -67,6 +67,7 @@ struct ImplBuildParams {
   DType dtype = DType::F32;  // the dispatch dtype (weights' dtype for weight ops)
   std::string module_path;
   std::string nn_module;
+  MatmulPrecision precision = MatmulPrecision::F32;  // the model's (DeviceContext::matmul_precision)
 };
 
 class OpsBackend;

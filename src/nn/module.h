@@ -21,7 +21,7 @@ struct ModuleContext {
 };
 
 inline ImplBuildParams impl_params(const ModuleContext& mc, const char* nn_module, DType dtype) {
-  return ImplBuildParams{dtype, mc.path, nn_module};
+  return ImplBuildParams{dtype, mc.path, nn_module, mc.matmul_precision()};
 }
 
 // The impl of `Op` for the module `nn_module` at mc.path, from the device's backend.

@@ -95,7 +95,9 @@ class CallMarshal {
 
   template <class Args>
   void add_fields(const Args& a) {
-    for_each_field<Args>([&](const auto& f) { add(f.name, f.role, f.get(a)); });
+    for_each_field<Args>([&](const auto& f) {
+      if (f.marshalled) add(f.name, f.role, f.get(a));
+    });
   }
   template <class M>
   void add(const char* name, Role role, const M& v) {

@@ -37,7 +37,10 @@ constexpr const char* role_name(Role r) {
 
 constexpr bool writes(Role r) { return r == Role::InOut || r == Role::Out; }
 
-// One field of an op's Args: its schema name, its role and the member that holds it.
+// One field of an op's Args: its schema name, its role and the member that holds it. A field added to
+// an op after a vendor ABI minor release was published is held back from plugins (`marshalled` false):
+// Field order is the ABI (include/opchain/vendor_abi.h), so a plugin built against that release keeps
+// receiving the fields it was built for, and its kernels run at the op's tolerance whatever it says.
 template <class Args, class M>
 struct Field {
   using ArgsType = Args;
@@ -45,10 +48,13 @@ struct Field {
   const char* name;
   Role role;
   M Args::*member;
+  bool marshalled = true;
   constexpr const M& get(const Args& a) const { return a.*member; }
 };
 template <class Args, class M>
 Field(const char*, Role, M Args::*) -> Field<Args, M>;
+template <class Args, class M>
+Field(const char*, Role, M Args::*, bool) -> Field<Args, M>;
 
 }  // namespace opchain
 

@@ -7,10 +7,16 @@
 //   Bf16      - with bf16 or quantised weights, each activation is first rounded to bf16 (round to
 //               nearest even) and the products are summed in f32: what a bf16 run of transformers or
 //               llama.cpp's bf16 path computes, and what lets a CPU use its bf16 dot instructions.
-//               F32 and F16 weights ignore it. Every other op keeps its f32 numerics.
+//               F32 and F16 weights ignore it. prefill_attention and paged_prefill_attention are
+//               allowed, not required, to round q, k, v and the softmax weights to bf16 before their
+//               two products (sums, maximum and denominator in f32): the online softmax rounds its
+//               weights under a running maximum no other kernel shares, so the reference stays f32
+//               and a vendor's rounding is checked against it at a bf16 tolerance (Note [AMX
+//               attention]; the cpu vendor's other tiers stay f32). Decode attention and every other
+//               op keep their f32 numerics.
 //   Quantized - a quantised weight meets the activations its format names (QuantParams::act): dynamic
 //               per-token int8 (W8A8), dynamic per-token-group fp8 (fp8 block checkpoints), or bf16 for
-//               weight-only formats; dense weights compute as in Bf16.
+//               weight-only formats; dense weights and prefill attention compute as in Bf16.
 // A model is built with one precision (DeviceContext::matmul_precision); `--precision auto` picks
 // Quantized for a quantised checkpoint and Bf16 for a bf16 one, as engines that run a checkpoint in
 // its own numerics do.

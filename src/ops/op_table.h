@@ -62,12 +62,12 @@
     "AttnMetadata meta)",                                                                                              \
     0.0)                                                                                                               \
   X(PrefillAttention, prefill_attention, PrefillAttentionArgs, a.q.dtype(),                                            \
-    "prefill_attention(f32 q[n,hq,d], f32 k[n,hk,d], f32 v[n,hk,d], float scale, AttnMetadata meta) -> "               \
-    "f32 out[n,hq,d]",                                                                                                 \
+    "prefill_attention(f32 q[n,hq,d], f32 k[n,hk,d], f32 v[n,hk,d], float scale, MatmulPrecision precision, "          \
+    "AttnMetadata meta) -> f32 out[n,hq,d]",                                                                           \
     1e-4)                                                                                                              \
   X(PagedPrefillAttention, paged_prefill_attention, PagedPrefillAttentionArgs, a.k_cache.dtype(),                      \
     "paged_prefill_attention(f32 q[n,hq,d], C k_cache[blocks,bs,hk,d], C v_cache[blocks,bs,hk,d], float scale, "       \
-    "AttnMetadata meta) -> f32 out[n,hq,d]",                                                                           \
+    "MatmulPrecision precision, AttnMetadata meta) -> f32 out[n,hq,d]",                                                \
     1e-4)                                                                                                              \
   X(PagedDecodeAttention, paged_decode_attention, PagedDecodeAttentionArgs, a.k_cache.dtype(),                         \
     "paged_decode_attention(f32 q[b,hq,d], C k_cache[blocks,bs,hk,d], C v_cache[blocks,bs,hk,d], float scale, "        \

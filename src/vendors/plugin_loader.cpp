@@ -121,6 +121,7 @@ std::vector<AbiField> fields_of(std::string_view schema) {
   std::vector<AbiField> out;
   for_each_field<Args>([&](const auto& f) {
     using M = typename std::decay_t<decltype(f)>::Type;
+    if (!f.marshalled) return;
     bool optional = false;
     for (const SchemaField& s : parsed)
       if (s.name == f.name) optional = s.optional;

@@ -470,26 +470,67 @@ TEST(CpuBatchInvariance, PagedPrefillAttention) {
   }
 }
 
+// Each sequence alone == the same sequence in a batch, bit for bit, on every tier: at F32 (the f32
+// loops, an odd head dim) and at Bf16 with a head dim of 64 (Note [AMX attention] on Isa::Amx, where
+// chunks of 64 positions and query tiles of 16 split the sequences differently in the two calls).
 TEST(CpuBatchInvariance, PrefillAttention) {
+  EnvGuard guard;
   std::mt19937 g(13);
-  const std::vector<SeqLens> seqs = {{9, 9}, {37, 37}, {1, 1}};
-  const int64_t hq = 6, hk = 3, d = 33;
-  AttnSetup s = make_attn(g, seqs, 16, 0, false);
-  Tensor q = rand_f32(g, {s.rows, hq, d}), kk = rand_f32(g, {s.rows, hk, d}), v = rand_f32(g, {s.rows, hk, d});
-  const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
-  Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
-  k.fn(PrefillAttentionArgs{q, kk, v, full, 0.2f, s.meta.get()});
-  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
-    const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
-    AttnMetadata m = *s.meta;
-    m.batch_size = 1;
-    m.q_seqlens = s.meta->q_seqlens.slice_rows(b, b + 1);
-    m.kv_seqlens = s.meta->kv_seqlens.slice_rows(b, b + 1);
-    m.q_start_loc = i32_tensor({0});
-    Tensor one = Tensor::empty(DType::F32, {len, hq, d});
-    k.fn(PrefillAttentionArgs{q.slice_rows(start, start + len), kk.slice_rows(start, start + len),
-                              v.slice_rows(start, start + len), one, 0.2f, &m});
-    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(start, start + len).raw(), one.nbytes()), 0) << "sequence " << b;
+  const std::vector<SeqLens> seqs = {{9, 9}, {137, 137}, {1, 1}, {70, 70}};
+  for (const auto& [prec, d] :
+       {std::pair{MatmulPrecision::F32, int64_t{33}}, std::pair{MatmulPrecision::Bf16, int64_t{64}}})
+    for (cpu::Isa isa : supported_isas()) {
+      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(matmul_precision_name(prec)));
+      ASSERT_TRUE(cpu::set_active_isa(isa));
+      const int64_t hq = 6, hk = 3;
+      AttnSetup s = make_attn(g, seqs, 16, 0, false);
+      Tensor q = rand_f32(g, {s.rows, hq, d}), kk = rand_f32(g, {s.rows, hk, d}), v = rand_f32(g, {s.rows, hk, d});
+      const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
+      Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
+      k.fn(PrefillAttentionArgs{q, kk, v, full, 0.2f, s.meta.get(), prec});
+      for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+        const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
+        AttnMetadata m = *s.meta;
+        m.batch_size = 1;
+        m.q_seqlens = s.meta->q_seqlens.slice_rows(b, b + 1);
+        m.kv_seqlens = s.meta->kv_seqlens.slice_rows(b, b + 1);
+        m.q_start_loc = i32_tensor({0});
+        Tensor one = Tensor::empty(DType::F32, {len, hq, d});
+        k.fn(PrefillAttentionArgs{q.slice_rows(start, start + len), kk.slice_rows(start, start + len),
+                                  v.slice_rows(start, start + len), one, 0.2f, &m, prec});
+        EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(start, start + len).raw(), one.nbytes()), 0)
+            << "sequence " << b;
+      }
+    }
+}
+
+// On Isa::Amx a Bf16 prefill really takes the tile path (its results differ from the f32 loops' by
+// the bf16 roundings) and stays within the harness's bf16 tolerance of them; a head dim the tiles do
+// not take (24) runs the f32 loops at any precision.
+TEST(CpuAmxAttention, Bf16PrecisionRunsOnTheTilesOnlyWhereTheyApply) {
+  EnvGuard guard;
+  const auto isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), cpu::Isa::Amx) == isas.end()) GTEST_SKIP() << "this CPU has no AMX";
+  ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
+  std::mt19937 g(21);
+  for (int64_t d : {int64_t{128}, int64_t{24}}) {
+    AttnSetup s = make_attn(g, {{100, 100}}, 16, 0, false);
+    Tensor q = rand_f32(g, {s.rows, 8, d}, -2.0f, 2.0f), kk = rand_f32(g, {s.rows, 2, d}, -2.0f, 2.0f),
+           v = rand_f32(g, {s.rows, 2, d});
+    const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
+    Tensor f32 = Tensor::empty(DType::F32, {s.rows, 8, d}), bf16 = Tensor::empty(DType::F32, {s.rows, 8, d});
+    k.fn(PrefillAttentionArgs{q, kk, v, f32, 0.125f, s.meta.get(), MatmulPrecision::F32});
+    k.fn(PrefillAttentionArgs{q, kk, v, bf16, 0.125f, s.meta.get(), MatmulPrecision::Bf16});
+    float worst = 0.0f;
+    for (int64_t i = 0; i < f32.numel(); ++i)
+      worst = std::max(
+          worst, std::fabs(bf16.data<float>()[i] - f32.data<float>()[i]) / (1.0f + std::fabs(f32.data<float>()[i])));
+    if (d == 24) {
+      EXPECT_EQ(worst, 0.0f) << "d 24";
+    } else {
+      EXPECT_GT(worst, 1e-5f) << "d 128: no bf16 rounding seen";
+      EXPECT_LT(worst, 1e-2f) << "d 128";
+    }
   }
 }
 

@@ -493,9 +493,16 @@ inline std::vector<Case> fill_kv_cache_cases() {
           mk("300tok_shuffled_bs16", {{150, 170}, {100, 100}, {50, 77}}, 16, 0, 2, 32)};
 }
 
+// Prefill attention at a bf16 precision may round q, k, v and the weights to bf16 (Note [Matmul
+// precision]); the reference stays f32. On random inputs of these shapes the AMX path's largest
+// |diff| / (1 + |ref|) was 3-5e-3 (Emerald Rapids), so this leaves a factor of two.
+inline constexpr double kBf16AttentionTolerance = 1e-2;
+
 inline std::vector<Case> prefill_attention_cases() {
-  auto mk = [](std::string name, std::vector<int> lens, int64_t pad, int64_t hq, int64_t hk, int64_t d) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
+  auto mk = [](std::string name, std::vector<int> lens, int64_t pad, int64_t hq, int64_t hk, int64_t d,
+               MatmulPrecision prec = MatmulPrecision::F32) {
+    return Case{name,
+                [=](DType dt, std::mt19937& g) {
                   std::vector<SeqLens> seqs;
                   for (int l : lens) seqs.push_back({l, l});
                   AttnSetup s = make_attn(g, seqs, 16, pad, false);
@@ -505,18 +512,28 @@ inline std::vector<Case> prefill_attention_cases() {
                   Instance inst{{"out"}, {rand_f32(g, {s.rows, hq, d})}, {}};
                   auto meta = s.meta;
                   inst.call = make_call<OpType::PrefillAttention>(
-                      [=](const Outs& o) { return PrefillAttentionArgs{q, k, v, o[0], scale, meta.get()}; });
+                      [=](const Outs& o) { return PrefillAttentionArgs{q, k, v, o[0], scale, meta.get(), prec}; });
                   return inst;
-                }};
+                },
+                false, prec == MatmulPrecision::F32 ? 0.0 : kBf16AttentionTolerance};
   };
-  return {mk("1seq_1tok_gqa1", {1}, 0, 2, 2, 16), mk("3seq_1_7_33_gqa2", {1, 7, 33}, 0, 4, 2, 24),
-          mk("2seq_150_150_gqa4", {150, 150}, 0, 8, 2, 32), mk("2seq_5_3_pad2_gqa3_d12", {5, 3}, 2, 3, 1, 12)};
+  // The bf16 cases: q, k, v and the weights rounded to bf16 (Note [AMX attention] on Isa::Amx for head
+  // dims that are multiples of 32, the f32 loops elsewhere), past one chunk of 64 and across several.
+  const MatmulPrecision bf = MatmulPrecision::Bf16;
+  return {mk("1seq_1tok_gqa1", {1}, 0, 2, 2, 16),
+          mk("3seq_1_7_33_gqa2", {1, 7, 33}, 0, 4, 2, 24),
+          mk("2seq_150_150_gqa4", {150, 150}, 0, 8, 2, 32),
+          mk("2seq_5_3_pad2_gqa3_d12", {5, 3}, 2, 3, 1, 12),
+          mk("bf16_3seq_1_40_150_gqa8_d64", {1, 40, 150}, 0, 16, 2, 64, bf),
+          mk("bf16_2seq_70_20_pad2_gqa4_d128", {70, 20}, 2, 8, 2, 128, bf),
+          mk("bf16_1seq_9_gqa2_d24", {9}, 0, 4, 2, 24, bf)};
 }
 
 inline std::vector<Case> paged_prefill_attention_cases() {
-  auto mk = [](std::string name, std::vector<SeqLens> seqs, int64_t bs, int64_t pad, int64_t hq, int64_t hk,
-               int64_t d) {
-    return Case{name, [=](DType dt, std::mt19937& g) {
+  auto mk = [](std::string name, std::vector<SeqLens> seqs, int64_t bs, int64_t pad, int64_t hq, int64_t hk, int64_t d,
+               MatmulPrecision prec = MatmulPrecision::F32) {
+    return Case{name,
+                [=](DType dt, std::mt19937& g) {
                   AttnSetup s = make_attn(g, seqs, bs, pad, false);
                   Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
                   Tensor kc = rand_tensor(g, dt, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f);
@@ -524,15 +541,20 @@ inline std::vector<Case> paged_prefill_attention_cases() {
                   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
                   Instance inst{{"out"}, {rand_f32(g, {s.rows, hq, d})}, {}};
                   auto meta = s.meta;
-                  inst.call = make_call<OpType::PagedPrefillAttention>(
-                      [=](const Outs& o) { return PagedPrefillAttentionArgs{q, kc, vc, o[0], scale, meta.get()}; });
+                  inst.call = make_call<OpType::PagedPrefillAttention>([=](const Outs& o) {
+                    return PagedPrefillAttentionArgs{q, kc, vc, o[0], scale, meta.get(), prec};
+                  });
                   return inst;
-                }};
+                },
+                false, prec == MatmulPrecision::F32 ? 0.0 : kBf16AttentionTolerance};
   };
+  const MatmulPrecision bf = MatmulPrecision::Bf16;
   return {mk("1seq_q1_kv1_bs4", {{1, 1}}, 4, 0, 2, 2, 16),
           mk("3seq_cached_bs4_gqa2", {{3, 10}, {1, 17}, {7, 7}}, 4, 0, 4, 2, 24),
           mk("4seq_bs16_gqa4_pad3", {{20, 45}, {1, 1}, {33, 90}, {5, 16}}, 16, 3, 8, 2, 32),
-          mk("300tok_2seq_bs16_gqa1_d20", {{150, 200}, {150, 170}}, 16, 0, 2, 2, 20)};
+          mk("300tok_2seq_bs16_gqa1_d20", {{150, 200}, {150, 170}}, 16, 0, 2, 2, 20),
+          mk("bf16_3seq_cached_bs16_gqa4_d64", {{20, 130}, {1, 70}, {64, 64}}, 16, 0, 8, 2, 64, bf),
+          mk("bf16_2seq_cached_bs4_pad3_gqa2_d32", {{33, 100}, {5, 9}}, 4, 3, 4, 2, 32, bf)};
 }
 
 inline std::vector<Case> paged_decode_attention_cases() {

@@ -18,13 +18,9 @@ constexpr int64_t kKvChunk = 32;       // kv positions per online-softmax step (
 constexpr int64_t kMaxItemRows = 128;  // (query, head) rows per work item, bounding its state
 constexpr int64_t kLanesMax = 16;      // score widths are padded to whole vectors of the widest ISA
 
-struct Item {
-  int64_t seq, h0, h1, i0, i1;  // kv heads [h0, h1) and queries [i0, i1) of sequence `seq`
-};
-
 // Row r of an item is (kv head hh = h0 + r / (nq * group), query i0 + (r / group) % nq, head h = r % group):
 // each kv head's rows are contiguous.
-void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const Item& it) {
+void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const AttnItem& it) {
   const int64_t d = job.d, group = job.hq / job.hk, nq = it.i1 - it.i0, nh = it.h1 - it.h0;
   const int64_t head_rows = nq * group, rows = nh * head_rows;
   // Running max m, denominator l, numerator acc[d] and the chunk's scores of every row; q pointers.
@@ -176,9 +172,9 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
   const int64_t heads_per_item =
       std::max<int64_t>(1, std::min((job.hk + split - 1) / split, kMaxItemRows / (tile_q * group)));
 
-  thread_local std::vector<Item> items_buf;
+  thread_local std::vector<AttnItem> items_buf;
   thread_local std::vector<int64_t> cost_buf;
-  std::vector<Item>& items = items_buf;  // the calling thread's, shared with the workers below
+  std::vector<AttnItem>& items = items_buf;  // the calling thread's, shared with the workers below
   std::vector<int64_t>& cost_before = cost_buf;
   items.clear();
   cost_before.clear();
@@ -193,9 +189,13 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
         // the tile's queries' visible positions, times heads and head dim
         const int64_t visible_sum = (i1 - i0) * s.past + (i0 + 1 + i1) * (i1 - i0) / 2;
         total += std::max<int64_t>(visible_sum, 1) * (h1 - h0) * group * (job.d + 8);
-        items.push_back(Item{sidx, h0, h1, i0, i1});
+        items.push_back(AttnItem{sidx, h0, h1, i0, i1});
       }
     }
+  }
+  if (amx_attention_applies(job)) {
+    amx_attention(job, seqs, count, items, cost_before, total);
+    return;
   }
   parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
 }

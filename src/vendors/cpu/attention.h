@@ -3,6 +3,7 @@
 // with an online (flash-style) softmax over kv positions. (paged_decode_attention, one query per
 // sequence, has its own: Note [decode attention].)
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -31,6 +32,14 @@ struct AttnJob {
   int64_t block_size = 0;
   const int32_t* block_tables = nullptr;  // [batch, max_blocks]
   int64_t max_blocks = 0;
+  // The op's precision is not F32: q, k, v and the softmax weights may enter their products as bf16
+  // (Note [AMX attention]).
+  bool bf16_dots = false;
+};
+
+// One work item: kv heads [h0, h1) and queries [i0, i1) of sequence seqs[seq].
+struct AttnItem {
+  int64_t seq, h0, h1, i0, i1;
 };
 
 // Work items are (sequence, range of kv heads, tile of up to 16 queries): all q heads of those kv heads
@@ -39,5 +48,12 @@ struct AttnJob {
 // visited in fixed absolute chunks of 32, so a query's result depends only on its own sequence, never
 // on the batch, the item split or the thread count (Note [cpu kernels]).
 void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count);
+
+// Note [AMX attention] (attention_amx.cpp): with bf16_dots on Isa::Amx and d a multiple of 32, the two
+// products of every chunk run on TDPBF16PS. Whether a job takes that path:
+bool amx_attention_applies(const AttnJob& job);
+// Runs `items` (balanced by cost_before / total, as attention() does) on that path.
+void amx_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count, const std::vector<AttnItem>& items,
+                   const std::vector<int64_t>& cost_before, int64_t total);
 
 }  // namespace opchain::cpu

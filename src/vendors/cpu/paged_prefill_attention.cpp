@@ -23,6 +23,7 @@ static void paged_prefill_attention(const PagedPrefillAttentionArgs& a) {
   job.hk = a.k_cache.size(2);
   job.d = a.q.size(2);
   job.scale = a.scale;
+  job.bf16_dots = a.precision != MatmulPrecision::F32;
   job.k = a.k_cache.raw();
   job.v = a.v_cache.raw();
   job.kv_dtype = a.k_cache.dtype();

@@ -22,6 +22,7 @@ static void prefill_attention(const PrefillAttentionArgs& a) {
   job.hk = a.k.size(1);
   job.d = a.q.size(2);
   job.scale = a.scale;
+  job.bf16_dots = a.precision != MatmulPrecision::F32;
   job.k = a.k.data<float>();
   job.v = a.v.data<float>();
   attention(job, seqs.data(), static_cast<int64_t>(seqs.size()));
