@@ -157,6 +157,90 @@ TEST(CpuAmxGemm, BatchInvariantInEveryTilePosition) {
   }
 }
 
+// Note [AMX panel gemm]: the panel path gives the tile's bits for every element, over shapes that cross
+// its edges (16-row groups, pairs of weight groups, k blocks of 16 chunks and a last partial chunk,
+// row counts that leave one group), with NaN/Inf past every row as above; and matches the double
+// reference. Called directly, whatever gemm()'s thresholds.
+void run_panel(const Problem& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out, int64_t ldo) {
+  std::vector<uint16_t> buf;
+  uint16_t* panel = cpu::scratch_aligned(buf, static_cast<size_t>(cpu::amx_bf16_panel_elems(r1 - r0, p.k)));
+  cpu::amx_bf16_pack_panel(p.x.data() + r0 * p.ldx, p.ldx, r1 - r0, p.k, 0, (r1 - r0 + 15) / 16, panel);
+  cpu::AmxPanelTile t;
+  t.panel = panel;
+  t.rows = r1 - r0;
+  t.w = p.w.data() + c0 * p.ldw;
+  t.ldw = p.ldw;
+  t.cols = c1 - c0;
+  t.k = p.k;
+  t.out = out;
+  t.ldo = ldo;
+  cpu::amx_bf16_gemm_panel(t);
+}
+
+TEST(CpuAmxGemm, PanelGivesTheTilesBits) {
+  if (!amx_tier()) {
+    GTEST_SKIP() << "no AMX";
+  }
+  std::mt19937 g(4);
+  for (int64_t k : {1, 33, 512, 545, 1000}) {
+    for (int64_t rows : {1, 15, 16, 17, 33, 48, 70}) {
+      for (int64_t cols : {1, 16, 17, 40, 100}) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols) + " k " + std::to_string(k));
+        Problem p(g, rows, cols, k, 5);
+        p.run();
+        std::vector<float> out(p.out.size(), kSentinel);
+        run_panel(p, 0, rows, 0, cols, out.data(), p.ldo);
+        ASSERT_EQ(std::memcmp(out.data(), p.out.data(), out.size() * sizeof(float)), 0);
+        std::swap(p.out, out);
+        expect_matches_reference(p);  // including: nothing written past the tile
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  Problem p(g, 300, 70, 8200, 3);  // gemm()'s shapes: a tile from the second 16-row group on, long k
+  p.run();
+  std::vector<float> out(p.out.size(), kSentinel);
+  run_panel(p, 32, 300, 5, 70, out.data() + 32 * p.ldo, p.ldo);
+  for (int64_t r = 32; r < 300; ++r)
+    ASSERT_EQ(std::memcmp(out.data() + r * p.ldo, p.out.data() + r * p.ldo + 5, 65 * sizeof(float)), 0) << "row " << r;
+}
+
+// Through linear: a row alone (the tile) and among 300 rows of k 8200 (the panel: amx_panel_suits),
+// for any thread count, the same bits.
+TEST(CpuAmxGemm, LinearPanelAndTileAgreeForAnyThreadCount) {
+  if (!amx_tier()) {
+    GTEST_SKIP() << "no AMX";
+  }
+  ASSERT_TRUE(cpu::amx_panel_suits(300, 8200));
+  ASSERT_FALSE(cpu::amx_panel_suits(1, 8200));
+  const cpu::Isa before = cpu::active_isa();
+  ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
+  std::mt19937 g(5);
+  const int64_t rows = 300, in = 8200, out_f = 600;
+  Tensor x = rand_f32(g, {rows, in});
+  Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f);
+  Tensor bias = rand_tensor(g, DType::BF16, {out_f}, -1.0f, 1.0f);
+  const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
+  Tensor full = Tensor::empty(DType::F32, {rows, out_f});
+  k.fn(LinearArgs{x, w, bias, full, MatmulPrecision::Bf16});
+  Tensor no_bias = Tensor::empty(DType::F32, {rows, out_f});
+  k.fn(LinearArgs{x, w, Tensor{}, no_bias, MatmulPrecision::Bf16});
+  EXPECT_NE(std::memcmp(no_bias.raw(), full.raw(), full.nbytes()), 0) << "the bias was not added";
+  for (int64_t r : {0, 17, 255, 299}) {
+    Tensor one = Tensor::empty(DType::F32, {1, out_f});
+    k.fn(LinearArgs{x.slice_rows(r, r + 1), w, bias, one, MatmulPrecision::Bf16});
+    EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+  }
+  for (int threads : {1, 3}) {
+    ThreadPool::set_global_threads(threads);
+    Tensor again = Tensor::empty(DType::F32, {rows, out_f});
+    k.fn(LinearArgs{x, w, bias, again, MatmulPrecision::Bf16});
+    EXPECT_EQ(std::memcmp(again.raw(), full.raw(), full.nbytes()), 0) << threads << " threads";
+  }
+  ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  cpu::set_active_isa(before);
+}
+
 // Through linear on the Amx tier (the gemm driver's decode and batch tilings): the same bits for a
 // row alone or among 64, and for any thread count.
 TEST(CpuAmxGemm, LinearBatchInvariantAndThreadDeterministic) {

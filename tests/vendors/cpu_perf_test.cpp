@@ -13,6 +13,7 @@
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/isa_target.h"
+#include "vendors/cpu/simd.h"
 #include "vendors/kernel_harness.h"
 
 namespace opchain::harness {
@@ -201,6 +202,8 @@ TEST(CpuPerf, DISABLED_Prefill) {
   time_prefill_grouped(768, 2048, 3, 9);
   time_prefill_linear(512, 2048, 4096, 9);
   time_prefill_linear(512, 4096, 2048, 9);
+  time_prefill_linear(512, 2560, 19456, 5);  // the 4B model's gate_up and down (Note [AMX panel gemm])
+  time_prefill_linear(512, 9728, 2560, 5);
 }
 
 TEST(CpuPerf, DISABLED_GroupedDecode) {
@@ -495,6 +498,80 @@ TEST(CpuPerf, DISABLED_AmxTileLoads) {
     const double moved = static_cast<double>(bytes / 4096 * 4096) * passes;
     std::printf("%6lld KiB: tile loads %.1f GB/s; with one TDPBF16PS per load %.0f GFLOP/s\n",
                 static_cast<long long>(kib), moved / loads * 1e-9, moved / 1024 * 16384 / with * 1e-9);
+  }
+}
+// Note [AMX panel gemm] against the bf16 tile on the same shapes, one thread, the tile called as gemm()
+// cuts its work (64 rows x up to 1024 weight rows) and the panel path as gemm() hands it out (the panel
+// packed once, then 512 x 256 tiles); 9 alternated pairs, the median ratio. Weights in turn from
+// copies totalling >= 256 MiB, so that they come from memory as in a model.
+TEST(CpuPerf, DISABLED_AmxPanelVsTile) {
+  if (!cpu::amx_supported() || !cpu::bf16_dot_supported()) {
+    GTEST_SKIP() << "no AMX";
+  }
+  std::mt19937 g(9);
+  const int64_t shapes[][3] = {{512, 2560, 19456}, {512, 9728, 2560}, {256, 9728, 2560}, {512, 12288, 4096}};
+  for (const auto& sh : shapes) {
+    const int64_t rows = sh[0], k = sh[1], n = sh[2];
+    const int sets = static_cast<int>(std::max<int64_t>(2, (int64_t{256} << 20) / (n * k * 2)));
+    Tensor x = rand_f32(g, {rows, k});
+    std::vector<Tensor> w;
+    for (int i = 0; i < sets; ++i) w.push_back(rand_tensor(g, DType::BF16, {n, k}, -0.1f, 0.1f));
+    std::vector<float> out(static_cast<size_t>(rows * n));
+    std::vector<uint16_t> panel_buf;
+    uint16_t* panel = cpu::scratch_aligned(panel_buf, static_cast<size_t>(cpu::amx_bf16_panel_elems(rows, k)));
+    auto tile = [&](const void* wp) {
+      for (int64_t c0 = 0; c0 < n; c0 += 1024)
+        for (int64_t r0 = 0; r0 < rows; r0 += 64) {
+          cpu::GemmTile t;
+          t.x = x.data<float>() + r0 * k;
+          t.ldx = k;
+          t.w = static_cast<const uint16_t*>(wp) + c0 * k;
+          t.ldw = k;
+          t.out = out.data() + r0 * n + c0;
+          t.ldo = n;
+          t.rows = std::min<int64_t>(64, rows - r0);
+          t.cols = std::min<int64_t>(1024, n - c0);
+          t.k = k;
+          cpu::amx_bf16_gemm_tile(t);
+        }
+    };
+    auto panel_path = [&](const void* wp) {
+      cpu::amx_bf16_pack_panel(x.data<float>(), k, rows, k, 0, (rows + 15) / 16, panel);
+      for (int64_t c0 = 0; c0 < n; c0 += cpu::kAmxPanelCols)
+        for (int64_t r0 = 0; r0 < rows; r0 += cpu::kAmxPanelRows) {
+          cpu::AmxPanelTile t;
+          t.panel = panel + cpu::amx_bf16_panel_elems(r0, k);
+          t.rows = std::min(cpu::kAmxPanelRows, rows - r0);
+          t.w = static_cast<const uint16_t*>(wp) + c0 * k;
+          t.ldw = k;
+          t.cols = std::min(cpu::kAmxPanelCols, n - c0);
+          t.k = k;
+          t.out = out.data() + r0 * n + c0;
+          t.ldo = n;
+          cpu::amx_bf16_gemm_panel(t);
+        }
+    };
+    std::vector<double> ratio, tile_s, panel_s;
+    for (int i = 0; i < 10; ++i) {
+      const double t0 = cpu_seconds();
+      tile(w[static_cast<size_t>(i % sets)].raw());
+      const double t1 = cpu_seconds();
+      panel_path(w[static_cast<size_t>((i + 1) % sets)].raw());
+      const double t2 = cpu_seconds();
+      if (i == 0) continue;  // first touches
+      tile_s.push_back(t1 - t0);
+      panel_s.push_back(t2 - t1);
+      ratio.push_back((t1 - t0) / (t2 - t1));
+    }
+    std::sort(ratio.begin(), ratio.end());
+    std::sort(tile_s.begin(), tile_s.end());
+    std::sort(panel_s.begin(), panel_s.end());
+    const double flop = 2.0 * rows * k * n;
+    std::printf(
+        "%lld x %lld -> %lld, one thread: tile %.0f, panel %.0f GFLOP/s (medians); panel speed-up %.2fx [%.2f .. "
+        "%.2f]\n",
+        static_cast<long long>(rows), static_cast<long long>(k), static_cast<long long>(n), flop / tile_s[4] * 1e-9,
+        flop / panel_s[4] * 1e-9, ratio[4], ratio.front(), ratio.back());
   }
 }
 // The f32 FMA peak of the Avx2 tier (every x86 CPU we run on has it): per core on one thread, then on

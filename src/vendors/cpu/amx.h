@@ -14,9 +14,10 @@
 // rows in the call, its row's or weight row's place in a tile, the blocking or the thread. TDPBF16PS
 // rounds RNE and treats bf16 denormal inputs as zero and flushes denormal results (as vdpbf16ps), so the
 // tier's bits differ from the Avx512Bf16 tier's (another summation order), never from one call to the next.
-// Because of that the Amx tier runs this tile for every row count, decode's single row included: there
-// a 16 x 16 x 32 product consumes 1 KiB of weights per ~16 cycles, far beyond memory bandwidth, so
-// batch-1 decode stays memory bound without a vdpbf16ps fallback that would sum in another order.
+// Because of that the Amx tier runs this tile (or, for many rows, Note [AMX panel gemm]: the same
+// bits) for every row count, decode's single row included: there a 16 x 16 x 32 product consumes
+// 1 KiB of weights per ~16 cycles, far beyond memory bandwidth, so batch-1 decode stays memory bound
+// without a vdpbf16ps fallback that would sum in another order.
 #include <cstdint>
 
 namespace opchain::cpu {
@@ -50,5 +51,48 @@ struct GemmTile;  // simd.h
 // The Amx tier's bf16-activation matmul tile (Note [bf16 dot], cpu_kernels.h): the contract of
 // GemmTileFn on bf16 weights, on TDPBF16PS. Only valid where amx_supported() and avx512_bf16.
 void amx_bf16_gemm_tile(const GemmTile& t);
+
+// Note [AMX panel gemm]: the bf16 tile above gives each call 64 activation rows and runs each C tile
+// over all of k, so the weights stream from past L2 once per 64 rows, and where k is long its working
+// set (64 activation rows and 32 weight rows of k bf16: 192 k bytes, 1.5 MiB at k = 8192) no longer
+// stays in L2 at all: 512 x 9728 -> 2560 ran at 1263-1692 GFLOP/s on two Emerald Rapids cores against
+// ~1900-2500 for k <= 4096. For many rows, gemm() instead packs each problem's activations once into
+// a panel of A tiles (shared by all threads) and hands out tiles of up to kAmxPanelRows rows x
+// kAmxPanelCols weight rows, which amx_panel_gemm.cpp runs in k blocks of kAmxPanelKSteps chunks: per
+// block and pair of weight groups, the weights' block is copied into VNNI B tiles (32 KiB, in L1 while
+// every activation group passes over it), and the C tiles are stored to an f32 buffer (in L2) and
+// reloaded between blocks. A weight byte then comes from memory once per kAmxPanelRows rows. The
+// operands' roles are the tile's swapped (each product's factors swapped: exact), each C element is
+// still zeroed, then TDPBF16PS over k in 32-wide chunks in order from 0 with the same zero padding,
+// and f32 tile stores and loads are exact: the bits are the tile's (Note [AMX tier]), whichever path a
+// row takes. Alternated with the tile through linear, 2 threads (CpuPerf.DISABLED_AmxPanelVsTile has
+// the one-thread probe): k = 9728 1.43-1.47x at 512 rows; k 2048-4096 at 512-1024 rows 1.00-1.12x; at
+// 256 rows and k 2560 0.96-0.97x, hence 256-511 rows only for long k.
+inline constexpr int64_t kAmxPanelMinRows = 256;
+inline constexpr int64_t kAmxPanelLongK = 8192;
+inline constexpr int64_t kAmxPanelRows = 512;
+inline constexpr int64_t kAmxPanelCols = 256;
+inline constexpr int64_t kAmxPanelKSteps = 16;  // 512 of k per block
+inline bool amx_panel_suits(int64_t rows, int64_t k) {
+  return rows >= kAmxPanelRows || (rows >= kAmxPanelMinRows && k >= kAmxPanelLongK);
+}
+
+// uint16 elements of a panel of `rows` x k: 16-row groups, each ceil(k / 32) A tiles of 16 x 32.
+int64_t amx_bf16_panel_elems(int64_t rows, int64_t k);
+// Packs the 16-row groups [group0, group1) of x (rows x k, row stride ldx) into `panel`, rounding to
+// bf16 (nearest even); rows past `rows` and k past the end are zero.
+void amx_bf16_pack_panel(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group0, int64_t group1,
+                         uint16_t* panel);
+// out[r * ldo + c] = dot(x row r, w row c) for r < rows, c < cols, x given as the panel's groups from
+// this tile's first row (a multiple of 16) on.
+struct AmxPanelTile {
+  const uint16_t* panel = nullptr;
+  int64_t rows = 0;
+  const void* w = nullptr;  // bf16 [cols, k], row stride ldw
+  int64_t ldw = 0, cols = 0, k = 0;
+  float* out = nullptr;
+  int64_t ldo = 0;
+};
+void amx_bf16_gemm_panel(const AmxPanelTile& t);
 
 }  // namespace opchain::cpu

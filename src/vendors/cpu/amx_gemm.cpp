@@ -3,11 +3,13 @@
 // tile is 16 weight rows x 32 bf16, loaded with a row stride of k * 2 bytes, so nothing is repacked.
 // The activations are the B operand: rounded to bf16 (RNE, as the avx512bf16 tile does) and transposed
 // into the VNNI pair layout once per call. C = 16 weight rows x 16 activation rows, transposed into out.
+// For many rows gemm() runs Note [AMX panel gemm] (amx_panel_gemm.cpp) instead, with the same bits.
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "vendors/cpu/amx.h"
+#include "vendors/cpu/amx_tiles.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/isa_target.h"
 #include "vendors/cpu/simd.h"
@@ -17,40 +19,7 @@ OPCHAIN_TARGET_BEGIN("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx
 namespace opchain::cpu {
 namespace {
 
-constexpr int64_t kChunk = 32;              // bf16 of k per tile row: one TDPBF16PS step
-constexpr int64_t kGroup = 16;              // weight rows per A tile, activation rows per B tile
-constexpr int64_t kTile = kGroup * kChunk;  // uint16 per A or B tile (16 rows x 64 bytes)
-constexpr int64_t kRowBytes = kChunk * 2;
-
-// r[i] lane j <- r[j] lane i, for 16 x 16 dwords.
-inline void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // r[4i + e], 128-bit lane L: element 4L + e of rows 4i .. 4i + 3
-    r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-    r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-    r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-  }
-  for (int e = 0; e < 4; ++e) {
-    const __m512i a = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x88), b = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xdd);
-    const __m512i c = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x88),
-                  d = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xdd);
-    t[e] = _mm512_shuffle_i32x4(a, c, 0x88);
-    t[4 + e] = _mm512_shuffle_i32x4(b, d, 0x88);
-    t[8 + e] = _mm512_shuffle_i32x4(a, c, 0xdd);
-    t[12 + e] = _mm512_shuffle_i32x4(b, d, 0xdd);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
-inline __mmask32 first_n32(int64_t n) {
-  return n >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((uint32_t{1} << n) - 1);
-}
-inline __mmask16 first_n16(int64_t n) { return n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << n) - 1); }
+using namespace amx_tiles;
 
 // Activation rows x[0 .. n) (n <= 16) as B tiles, one per chunk: tile row kk holds, for each row m, the
 // bf16 pair (2kk, 2kk + 1) of the chunk as dword m. Rows past n and k past the end are zero.
@@ -81,40 +50,6 @@ struct WeightGroup {
   const uint16_t* tail;
   int64_t tail_stride;
 };
-
-// One k step of C(i, j) += A(i) B(j) for MA weight groups x NB activation groups. Tile numbers are
-// immediates: C in tmm0-3, A and B in tmm4-7, each A and B tile in its own register (loads never
-// wait for a product to release a source).
-template <int MA, int NB>
-inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* const* b) {
-  if constexpr (MA == 2 && NB == 2) {
-    _tile_loadd(4, a[0], as[0]);
-    _tile_loadd(6, b[0], kRowBytes);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b[1], kRowBytes);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_loadd(5, a[1], as[1]);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  } else if constexpr (MA == 2 && NB == 1) {
-    _tile_loadd(4, b[0], kRowBytes);
-    _tile_loadd(5, a[0], as[0]);
-    _tile_dpbf16ps(0, 5, 4);
-    _tile_loadd(6, a[1], as[1]);
-    _tile_dpbf16ps(1, 6, 4);
-  } else if constexpr (MA == 1 && NB == 2) {
-    _tile_loadd(4, a[0], as[0]);
-    _tile_loadd(6, b[0], kRowBytes);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b[1], kRowBytes);
-    _tile_dpbf16ps(1, 4, 7);
-  } else {
-    static_assert(MA == 1 && NB == 1);
-    _tile_loadd(4, b[0], kRowBytes);
-    _tile_loadd(5, a[0], as[0]);
-    _tile_dpbf16ps(0, 5, 4);
-  }
-}
 
 // C(i, j) over all of k, in chunk order from 0 (Note [AMX tier]: the fixed sequence of every element),
 // stored to c + (i * NB + j) * 256 floats (C row = weight row, column = activation row).

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "ops/matmul_precision.h"
+#include "vendors/cpu/amx.h"
 #include "vendors/cpu/cpu_common.h"
+#include "vendors/cpu/isa_target.h"
 #include "vendors/cpu/simd.h"
 
 namespace opchain::cpu {
@@ -22,9 +24,34 @@ constexpr int64_t kMinColTile = 16;
 struct Item {
   uint32_t problem;
   int64_t r0, r1, c0, c1;
+  const uint16_t* panel = nullptr;  // the problem's packed activations: an AMX panel tile (amx.h)
 };
 
+void add_bias(const GemmProblem& p, const Item& it) {  // out = dot + bias, as reference adds it after the sum
+  if (!p.bias) return;
+  for (int64_t c = it.c0; c < it.c1; ++c) {
+    const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));
+    for (int64_t r = it.r0; r < it.r1; ++r) p.out[r * p.ldo + c] += b;
+  }
+}
+
 void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, const Item& it) {
+#if OPCHAIN_CPU_X86
+  if (it.panel) {
+    AmxPanelTile t;
+    t.panel = it.panel + amx_bf16_panel_elems(it.r0, p.k);  // r0 is a multiple of 16
+    t.rows = it.r1 - it.r0;
+    t.w = static_cast<const uint16_t*>(p.w) + it.c0 * p.k;
+    t.ldw = p.k;
+    t.cols = it.c1 - it.c0;
+    t.k = p.k;
+    t.out = p.out + it.r0 * p.ldo + it.c0;
+    t.ldo = p.ldo;
+    amx_bf16_gemm_panel(t);
+    add_bias(p, it);
+    return;
+  }
+#endif
   GemmTile t;
   t.x = p.x + it.r0 * p.ldx;
   t.ldx = p.ldx;
@@ -49,12 +76,50 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
         sk.gemm_f32(t);
         break;
     }
-  if (p.bias) {  // out = dot + bias, as reference adds it after the sum
-    for (int64_t c = it.c0; c < it.c1; ++c) {
-      const float b = load_as_f32(p.bias, p.bias_dtype, static_cast<size_t>(c));
-      for (int64_t r = it.r0; r < it.r1; ++r) p.out[r * p.ldo + c] += b;
-    }
+  add_bias(p, it);
+}
+
+// Note [AMX panel gemm] (amx.h): which problems take the panel tiles, their activations packed here
+// once for all their tiles, in parallel. panel_of[i] is problem i's panel, or null.
+void pack_amx_panels(const GemmProblem* problems, size_t count, GemmTileFn bf16_dot, std::vector<uint16_t*>& panel_of) {
+  panel_of.assign(count, nullptr);
+#if OPCHAIN_CPU_X86
+  if (bf16_dot != &amx_bf16_gemm_tile) return;
+  thread_local std::vector<uint16_t> panel_buf;
+  thread_local std::vector<int64_t> group_start_buf;  // first 16-row group of problem i over all panels
+  std::vector<int64_t>& group_start = group_start_buf;
+  group_start.assign(count + 1, 0);
+  int64_t elems = 0, max_k = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const GemmProblem& p = problems[i];
+    const bool panel = p.bf16_activations && p.wdtype == DType::BF16 && p.n > 0 && amx_panel_suits(p.rows, p.k);
+    group_start[i + 1] = group_start[i] + (panel ? (p.rows + 15) / 16 : 0);
+    if (!panel) continue;
+    elems += amx_bf16_panel_elems(p.rows, p.k);
+    max_k = std::max(max_k, p.k);
   }
+  if (elems == 0) return;
+  uint16_t* buf = scratch_aligned(panel_buf, static_cast<size_t>(elems));
+  for (size_t i = 0, off = 0; i < count; ++i) {
+    if (group_start[i + 1] == group_start[i]) continue;
+    panel_of[i] = buf + off;
+    off += static_cast<size_t>(amx_bf16_panel_elems(problems[i].rows, problems[i].k));
+  }
+  parallel_rows(group_start[count], 16 * max_k, [&](int64_t g0, int64_t g1) {
+    size_t i =
+        static_cast<size_t>(std::upper_bound(group_start.begin(), group_start.end(), g0) - group_start.begin()) - 1;
+    for (int64_t g = g0; g < g1;) {
+      while (g >= group_start[i + 1]) ++i;
+      const GemmProblem& p = problems[i];
+      const int64_t end = std::min(g1, group_start[i + 1]);
+      amx_bf16_pack_panel(p.x, p.ldx, p.rows, p.k, g - group_start[i], end - group_start[i], panel_of[i]);
+      g = end;
+    }
+  });
+#else
+  (void)problems;
+  (void)bf16_dot;
+#endif
 }
 
 // round_to_bf16 without a branch, so the row loop below vectorises: the same value for every input
@@ -162,12 +227,29 @@ void gemm(const GemmProblem* problems_in, size_t count) {
   thread_local std::vector<int64_t> cost_buf;
   std::vector<Item>& items = items_buf;
   std::vector<int64_t>& cost_before = cost_buf;  // prefix sums of item cost
+  thread_local std::vector<uint16_t*> panel_buf;
+  std::vector<uint16_t*>& panel_of = panel_buf;
+  pack_amx_panels(problems, count, bf16_dot, panel_of);
   items.clear();
   cost_before.clear();
   int64_t total = 0;
   for (size_t i = 0; i < count; ++i) {
     const GemmProblem& p = problems[i];
     if (p.rows <= 0 || p.n <= 0) continue;
+#if OPCHAIN_CPU_X86
+    if (panel_of[i]) {
+      for (int64_t c0 = 0; c0 < p.n; c0 += kAmxPanelCols)
+        for (int64_t r0 = 0; r0 < p.rows; r0 += kAmxPanelRows) {
+          Item it{static_cast<uint32_t>(i), r0, std::min(r0 + kAmxPanelRows, p.rows), c0, 0};
+          it.c1 = std::min(c0 + kAmxPanelCols, p.n);
+          it.panel = panel_of[i];
+          cost_before.push_back(total);
+          total += (it.r1 - it.r0) * (it.c1 - it.c0) * (p.k + 8);
+          items.push_back(it);
+        }
+      continue;
+    }
+#endif
     // Column-tile major: a thread's consecutive tiles share weight rows.
     for (int64_t c0 = 0; c0 < p.n; c0 += col_tile) {
       for (int64_t r0 = 0; r0 < p.rows; r0 += kRowTile) {
