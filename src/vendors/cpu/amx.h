@@ -57,17 +57,18 @@ void amx_bf16_gemm_tile(const GemmTile& t);
 // set (64 activation rows and 32 weight rows of k bf16: 192 k bytes, 1.5 MiB at k = 8192) no longer
 // stays in L2 at all: 512 x 9728 -> 2560 ran at 1263-1692 GFLOP/s on two Emerald Rapids cores against
 // ~1900-2500 for k <= 4096. For many rows, gemm() instead packs each problem's activations once into
-// a panel of A tiles (shared by all threads) and hands out tiles of up to kAmxPanelRows rows x
+// a panel of VNNI B tiles (shared by all threads) and hands out tiles of up to kAmxPanelRows rows x
 // kAmxPanelCols weight rows, which amx_panel_gemm.cpp runs in k blocks of kAmxPanelKSteps chunks: per
-// block and pair of weight groups, the weights' block is copied into VNNI B tiles (32 KiB, in L1 while
-// every activation group passes over it), and the C tiles are stored to an f32 buffer (in L2) and
-// reloaded between blocks. A weight byte then comes from memory once per kAmxPanelRows rows. The
-// operands' roles are the tile's swapped (each product's factors swapped: exact), each C element is
-// still zeroed, then TDPBF16PS over k in 32-wide chunks in order from 0 with the same zero padding,
-// and f32 tile stores and loads are exact: the bits are the tile's (Note [AMX tier]), whichever path a
-// row takes. Alternated with the tile through linear, 2 threads (CpuPerf.DISABLED_AmxPanelVsTile has
-// the one-thread probe): k = 9728 1.43-1.47x at 512 rows; k 2048-4096 at 512-1024 rows 1.00-1.12x; at
-// 256 rows and k 2560 0.96-0.97x, hence 256-511 rows only for long k.
+// block and pair of weight groups, the weights' block is copied into contiguous A tiles (32 KiB, in L1
+// while every activation group passes over it), and the C tiles are stored to an f32 buffer (in L2)
+// and reloaded between blocks, then transposed into out once. A weight byte then comes from memory
+// once per kAmxPanelRows rows. Each C element is still zeroed, then TDPBF16PS over k in 32-wide chunks
+// in order from 0 with the same zero padding, and f32 tile stores and loads are exact: the bits are
+// the tile's (Note [AMX tier]), whichever path a row takes. Alternated with the tile through linear, 2
+// threads (CpuPerf.DISABLED_AmxPanelVsTile has a one-thread probe): k = 9728 1.43-1.47x at 512 rows;
+// k 2048-4096 at 512-1024 rows 1.00-1.12x; at 256 rows and k 2560 0.96-0.97x, hence 256-511 rows only
+// for long k. Measured and not kept: 512-column tiles, C stored straight into out in the last block,
+// the next block's weights copied between the current block's products (each 5-15% slower).
 inline constexpr int64_t kAmxPanelMinRows = 256;
 inline constexpr int64_t kAmxPanelLongK = 8192;
 inline constexpr int64_t kAmxPanelRows = 512;
@@ -77,7 +78,7 @@ inline bool amx_panel_suits(int64_t rows, int64_t k) {
   return rows >= kAmxPanelRows || (rows >= kAmxPanelMinRows && k >= kAmxPanelLongK);
 }
 
-// uint16 elements of a panel of `rows` x k: 16-row groups, each ceil(k / 32) A tiles of 16 x 32.
+// uint16 elements of a panel of `rows` x k: 16-row groups, each ceil(k / 32) VNNI B tiles (16 x 32).
 int64_t amx_bf16_panel_elems(int64_t rows, int64_t k);
 // Packs the 16-row groups [group0, group1) of x (rows x k, row stride ldx) into `panel`, rounding to
 // bf16 (nearest even); rows past `rows` and k past the end are zero.

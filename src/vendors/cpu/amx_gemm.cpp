@@ -21,27 +21,6 @@ namespace {
 
 using namespace amx_tiles;
 
-// Activation rows x[0 .. n) (n <= 16) as B tiles, one per chunk: tile row kk holds, for each row m, the
-// bf16 pair (2kk, 2kk + 1) of the chunk as dword m. Rows past n and k past the end are zero.
-void pack_activations(const float* x, int64_t ldx, int64_t n, int64_t k, int64_t chunks, uint16_t* out) {
-  for (int64_t s = 0; s < chunks; ++s) {
-    const int64_t i = s * kChunk, left = k - i;
-    const __mmask16 m0 = first_n16(left), m1 = first_n16(std::max<int64_t>(left - 16, 0));
-    __m512i v[16];
-    for (int64_t r = 0; r < 16; ++r) {
-      if (r < n) {
-        const __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * ldx + i),
-                     hi = _mm512_maskz_loadu_ps(m1, x + r * ldx + i + 16);
-        v[r] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      } else {
-        v[r] = _mm512_setzero_si512();
-      }
-    }
-    transpose16(v);
-    for (int kk = 0; kk < 16; ++kk) _mm512_storeu_si512(out + s * kTile + kk * kChunk, v[kk]);
-  }
-}
-
 // A weight group's A tiles: chunk s < full at w + s * kChunk (row stride `stride` bytes); the last,
 // partial chunk (if k % 32) at `tail`, zero-padded so that no byte past a row's end is multiplied.
 struct WeightGroup {
@@ -116,8 +95,8 @@ void amx_bf16_gemm_tile(const GemmTile& t) {
   thread_local std::vector<uint16_t> panel_buf;
   uint16_t* panel = scratch_aligned(panel_buf, static_cast<size_t>(act_groups * chunks * kTile));
   for (int64_t h = 0; h < act_groups; ++h)
-    pack_activations(t.x + h * kGroup * t.ldx, t.ldx, std::min(kGroup, t.rows - h * kGroup), t.k, chunks,
-                     panel + h * chunks * kTile);
+    pack_activation_pairs(t.x + h * kGroup * t.ldx, t.ldx, std::min(kGroup, t.rows - h * kGroup), t.k, chunks,
+                          panel + h * chunks * kTile);
   // Weight tails (k % 32) and a last group of fewer than 16 rows are copied, zero-padded: what lies
   // past a row's end may be NaN or Inf, and NaN * 0 would reach the output.
   thread_local std::vector<uint16_t> tail_buf, partial_buf;

@@ -1,10 +1,10 @@
-// Note [AMX panel gemm] (amx.h): the Amx tier's bf16 matmul for many activation rows. The operands'
-// roles are the bf16 tile's (amx_gemm.cpp) swapped: the activations are the A operand, packed once per
-// gemm() call into a panel of A tiles (16 rows x 32 bf16, contiguous), and the weights are the B
-// operand, copied per k block into VNNI pair tiles. C = 16 activation rows x 16 weight rows is then a
-// block of `out` itself, so the C tiles accumulate in place between k blocks and nothing is transposed.
-// Swapping A and B swaps the factors of every product, which is exact: each C element is the same
-// sequence of TDPBF16PS steps as in the bf16 tile, so the bits are the same.
+// Note [AMX panel gemm] (amx.h): the Amx tier's bf16 matmul for many activation rows. The operands are
+// the bf16 tile's (amx_gemm.cpp): the weights are the A operand, copied per k block into contiguous A
+// tiles, and the activations the B operand in VNNI pairs, packed once per gemm() call into a panel that
+// every tile of the problem reads. C = 16 weight rows x 16 activation rows accumulates in an f32 buffer
+// between k blocks and is transposed into `out` once at the end. (The roles swapped, activations as A
+// and weights copied as VNNI B tiles, give the same bits and need no transposed output, but transpose
+// every weight tile per 512 rows: 2-4% slower through the dense model's projections.)
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -23,39 +23,19 @@ using namespace amx_tiles;
 
 int64_t chunks_of(int64_t k) { return (k + kChunk - 1) / kChunk; }
 
-// Activation rows x[0 .. n) (n <= 16) as A tiles, one per chunk: tile row r is row r's 32 bf16 of the
-// chunk. Rows past n and k past the end are zero.
-void pack_activation_rows(const float* x, int64_t ldx, int64_t n, int64_t k, int64_t chunks, uint16_t* out) {
-  for (int64_t r = 0; r < kGroup; ++r) {
-    const float* row = x + r * ldx;
-    for (int64_t s = 0; s < chunks; ++s) {
-      __m512i v = _mm512_setzero_si512();
-      if (r < n) {
-        const int64_t i = s * kChunk, left = k - i;
-        const __m512 lo = _mm512_maskz_loadu_ps(first_n16(left), row + i),
-                     hi = _mm512_maskz_loadu_ps(first_n16(std::max<int64_t>(left - 16, 0)), row + i + 16);
-        v = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
-      }
-      _mm512_store_si512(out + s * kTile + r * kChunk, v);
-    }
-  }
-}
-
-// Weight rows [16q, 16q + 16) over chunks [s0, s0 + steps) as B tiles at dst + s * kTile: row kk of a
-// tile holds, for each weight row n, its bf16 pair (2kk, 2kk + 1) of the chunk as dword n. Rows past
-// `cols` and k past the end are zero (what lies past a row may be NaN, and NaN * 0 is NaN).
-void copy_weight_pairs(const uint16_t* w, int64_t ldw, int64_t cols, int64_t k, int64_t q, int64_t s0, int64_t steps,
-                       uint16_t* dst) {
-  const uint16_t* rows = w + q * kGroup * ldw;
+// Weight rows [16q, 16q + 16) over chunks [s0, s0 + steps) as A tiles at dst + s * kTile (row r: weight
+// row 16q + r's 32 bf16 of the chunk). Rows past `cols` and k past the end are zero (what lies past a
+// row may be NaN, and NaN * 0 is NaN).
+void copy_weight_rows(const uint16_t* w, int64_t ldw, int64_t cols, int64_t k, int64_t q, int64_t s0, int64_t steps,
+                      uint16_t* dst) {
   const int64_t valid = std::min(kGroup, cols - q * kGroup);
-  for (int64_t s = 0; s < steps; ++s) {
-    const int64_t i = (s0 + s) * kChunk;
-    const __mmask32 m = first_n32(k - i);
-    __m512i v[16];
-    for (int64_t r = 0; r < kGroup; ++r)
-      v[r] = r < valid ? _mm512_maskz_loadu_epi16(m, rows + r * ldw + i) : _mm512_setzero_si512();
-    transpose16(v);
-    for (int kk = 0; kk < 16; ++kk) _mm512_store_si512(dst + s * kTile + kk * kChunk, v[kk]);
+  for (int64_t r = 0; r < kGroup; ++r) {
+    const uint16_t* row = w + (q * kGroup + r) * ldw;
+    for (int64_t s = 0; s < steps; ++s) {
+      const int64_t i = (s0 + s) * kChunk;
+      _mm512_store_si512(dst + s * kTile + r * kChunk,
+                         r < valid ? _mm512_maskz_loadu_epi16(first_n32(k - i), row + i) : _mm512_setzero_si512());
+    }
   }
 }
 
@@ -107,8 +87,8 @@ void amx_bf16_pack_panel(const float* x, int64_t ldx, int64_t rows, int64_t k, i
                          uint16_t* panel) {
   const int64_t chunks = chunks_of(k);
   for (int64_t h = group0; h < group1; ++h)
-    pack_activation_rows(x + h * kGroup * ldx, ldx, std::min(kGroup, rows - h * kGroup), k, chunks,
-                         panel + h * chunks * kTile);
+    pack_activation_pairs(x + h * kGroup * ldx, ldx, std::min(kGroup, rows - h * kGroup), k, chunks,
+                          panel + h * chunks * kTile);
 }
 
 void amx_bf16_gemm_panel(const AmxPanelTile& t) {
@@ -118,9 +98,8 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   const int64_t act_groups = (t.rows + kGroup - 1) / kGroup, w_groups = (t.cols + kGroup - 1) / kGroup;
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
 
-  // The C tiles between k blocks, [act group][weight group], 1 KiB each and contiguous: in `out` itself
-  // a tile's 16 rows lie a row stride apart (often a multiple of 4 KiB: one L1 set), which measured
-  // slower than this buffer and one copy at the end.
+  // The C tiles between k blocks, 16 weight rows x 16 activation rows of f32 each, tile (h, q) for
+  // activation group h and weight group q at (h * w_groups + q) * 256.
   thread_local std::vector<float> acc_buf;
   thread_local std::vector<uint16_t> block_buf;
   float* acc = scratch_aligned(acc_buf, static_cast<size_t>(act_groups * w_groups * 256));
@@ -129,17 +108,17 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   for (int64_t s0 = 0; s0 < chunks; s0 += kAmxPanelKSteps) {
     const int64_t steps = std::min(kAmxPanelKSteps, chunks - s0);
     for (int64_t q = 0; q < w_groups; q += 2) {
-      const int nb = q + 1 < w_groups ? 2 : 1;
-      for (int j = 0; j < nb; ++j)
-        copy_weight_pairs(w, t.ldw, t.cols, t.k, q + j, s0, steps, wblock + j * steps * kTile);
+      const int ma = q + 1 < w_groups ? 2 : 1;
+      for (int i = 0; i < ma; ++i)
+        copy_weight_rows(w, t.ldw, t.cols, t.k, q + i, s0, steps, wblock + i * steps * kTile);
       amx_compiler_barrier();
-      const uint16_t* b[2] = {wblock, wblock + steps * kTile};
+      const uint16_t* a[2] = {wblock, wblock + steps * kTile};
       for (int64_t h = 0; h < act_groups; h += 2) {
-        const int ma = h + 1 < act_groups ? 2 : 1;
-        const uint16_t* a[2] = {t.panel + (h * chunks + s0) * kTile, t.panel + ((h + ma - 1) * chunks + s0) * kTile};
+        const int nb = h + 1 < act_groups ? 2 : 1;
+        const uint16_t* b[2] = {t.panel + (h * chunks + s0) * kTile, t.panel + ((h + nb - 1) * chunks + s0) * kTile};
         float* c[4];
         for (int i = 0; i < ma; ++i)
-          for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + ((h + i) * w_groups + q + j) * 256;
+          for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + ((h + j) * w_groups + q + i) * 256;
         if (ma == 2 && nb == 2)
           panel_block<2, 2>(a, b, steps, c, s0 == 0);
         else if (ma == 2)
@@ -152,11 +131,17 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
       amx_compiler_barrier();
     }
   }
-  for (int64_t r = 0; r < t.rows; ++r) {  // row by row: each row of out written front to back
-    const float* c = acc + (r / kGroup) * w_groups * 256 + (r % kGroup) * 16;
-    float* o = t.out + r * t.ldo;
-    for (int64_t q = 0; q < w_groups; ++q)
-      _mm512_mask_storeu_ps(o + q * kGroup, first_n16(t.cols - q * kGroup), _mm512_load_ps(c + q * 256));
+  for (int64_t h = 0; h < act_groups; ++h) {  // C tiles are [weight row][activation row]: transposed into out
+    const int64_t rows = std::min(kGroup, t.rows - h * kGroup);
+    for (int64_t q = 0; q < w_groups; ++q) {
+      const float* c = acc + (h * w_groups + q) * 256;
+      __m512i v[16];
+      for (int i = 0; i < 16; ++i) v[i] = _mm512_load_si512(c + i * 16);
+      transpose16(v);
+      const __mmask16 m = first_n16(t.cols - q * kGroup);
+      for (int64_t r = 0; r < rows; ++r)
+        _mm512_mask_storeu_ps(t.out + (h * kGroup + r) * t.ldo + q * kGroup, m, reinterpret_cast<__m512>(v[r]));
+    }
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // What the Amx tier's bf16 matmul kernels share (amx_gemm.cpp: the tile for any row count;
 // amx_panel_gemm.cpp: Note [AMX panel gemm]): the tile shapes, the 16 x 16 dword transpose that builds
-// VNNI pair tiles, and one k step of a block of C tiles. Only for translation units that compile these
-// in the Amx target region.
+// VNNI pair tiles, the activations' packing into such tiles, and one k step of a block of C tiles. Only for translation
+// units that compile these in the Amx target region.
+#include <algorithm>
 #include <cstdint>
 
 #include "vendors/cpu/isa_target.h"
@@ -77,6 +78,27 @@ inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* co
     _tile_loadd(4, b[0], kRowBytes);
     _tile_loadd(5, a[0], as[0]);
     _tile_dpbf16ps(0, 5, 4);
+  }
+}
+
+// Activation rows x[0 .. n) (n <= 16) as B tiles, one per chunk: tile row kk holds, for each row m, the
+// bf16 pair (2kk, 2kk + 1) of the chunk as dword m. Rows past n and k past the end are zero.
+inline void pack_activation_pairs(const float* x, int64_t ldx, int64_t n, int64_t k, int64_t chunks, uint16_t* out) {
+  for (int64_t s = 0; s < chunks; ++s) {
+    const int64_t i = s * kChunk, left = k - i;
+    const __mmask16 m0 = first_n16(left), m1 = first_n16(std::max<int64_t>(left - 16, 0));
+    __m512i v[16];
+    for (int64_t r = 0; r < 16; ++r) {
+      if (r < n) {
+        const __m512 lo = _mm512_maskz_loadu_ps(m0, x + r * ldx + i),
+                     hi = _mm512_maskz_loadu_ps(m1, x + r * ldx + i + 16);
+        v[r] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+      } else {
+        v[r] = _mm512_setzero_si512();
+      }
+    }
+    transpose16(v);
+    for (int kk = 0; kk < 16; ++kk) _mm512_storeu_si512(out + s * kTile + kk * kChunk, v[kk]);
   }
 }
 
