@@ -160,13 +160,19 @@ TEST(CpuAmxGemm, BatchInvariantInEveryTilePosition) {
 // Note [AMX panel gemm]: the panel path gives the tile's bits for every element, over shapes that cross
 // its edges (16-row groups, pairs of weight groups, k blocks of 16 chunks and a last partial chunk,
 // row counts that leave one group), with NaN/Inf past every row as above; and matches the double
-// reference. Called directly, whatever gemm()'s thresholds.
+// reference. Called directly, whatever gemm()'s thresholds: the panel holds all of the problem's rows
+// (packed in two parts, as two threads would), the tile takes rows [r0, r1) (r0 a multiple of 16) and
+// writes them from out on.
 void run_panel(const Problem& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out, int64_t ldo) {
   std::vector<uint16_t> buf;
-  uint16_t* panel = cpu::scratch_aligned(buf, static_cast<size_t>(cpu::amx_bf16_panel_elems(r1 - r0, p.k)));
-  cpu::amx_bf16_pack_panel(p.x.data() + r0 * p.ldx, p.ldx, r1 - r0, p.k, 0, (r1 - r0 + 15) / 16, panel);
+  uint16_t* panel = cpu::scratch_aligned(buf, static_cast<size_t>(cpu::amx_bf16_panel_elems(p.rows, p.k)));
+  const int64_t groups = (p.rows + 15) / 16;
+  cpu::amx_bf16_pack_panel(p.x.data(), p.ldx, p.rows, p.k, 0, groups / 2, panel);
+  cpu::amx_bf16_pack_panel(p.x.data(), p.ldx, p.rows, p.k, groups / 2, groups, panel);
   cpu::AmxPanelTile t;
   t.panel = panel;
+  t.panel_rows = p.rows;
+  t.row0 = r0;
   t.rows = r1 - r0;
   t.w = p.w.data() + c0 * p.ldw;
   t.ldw = p.ldw;
@@ -197,12 +203,19 @@ TEST(CpuAmxGemm, PanelGivesTheTilesBits) {
       }
     }
   }
-  Problem p(g, 300, 70, 8200, 3);  // gemm()'s shapes: a tile from the second 16-row group on, long k
-  p.run();
-  std::vector<float> out(p.out.size(), kSentinel);
-  run_panel(p, 32, 300, 5, 70, out.data() + 32 * p.ldo, p.ldo);
-  for (int64_t r = 32; r < 300; ++r)
-    ASSERT_EQ(std::memcmp(out.data() + r * p.ldo, p.out.data() + r * p.ldo + 5, 65 * sizeof(float)), 0) << "row " << r;
+  for (int64_t k : {4096, 8200}) {  // tiles from a later 16-row group on, long k over several k blocks
+    SCOPED_TRACE("k " + std::to_string(k));
+    Problem p(g, 300, 70, k, 3);
+    p.run();
+    std::vector<float> out(p.out.size(), kSentinel);
+    run_panel(p, 32, 100, 5, 70, out.data() + 32 * p.ldo, p.ldo);
+    run_panel(p, 112, 300, 5, 70, out.data() + 112 * p.ldo, p.ldo);
+    for (int64_t r = 32; r < 300; ++r) {
+      if (r >= 100 && r < 112) continue;
+      ASSERT_EQ(std::memcmp(out.data() + r * p.ldo, p.out.data() + r * p.ldo + 5, 65 * sizeof(float)), 0)
+          << "row " << r;
+    }
+  }
 }
 
 // Through linear: a row alone (the tile) and among 300 rows of k 8200 (the panel: amx_panel_suits),

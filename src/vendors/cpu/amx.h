@@ -78,17 +78,21 @@ inline bool amx_panel_suits(int64_t rows, int64_t k) {
   return rows >= kAmxPanelRows || (rows >= kAmxPanelMinRows && k >= kAmxPanelLongK);
 }
 
-// uint16 elements of a panel of `rows` x k: 16-row groups, each ceil(k / 32) VNNI B tiles (16 x 32).
+// A panel of `rows` x k: the 16-row groups' VNNI B tiles, k block by k block (kAmxPanelKSteps chunks,
+// the last block the rest): block kb's tiles for all groups are one contiguous run, group after group.
+// (Group-major, groups lay ceil(k / 32) KiB apart: at k = 4096 a power of two, so a block's 32 groups
+// fell into the same L2 sets; 512 x 4096 -> 2048 ran at 0.71x the tile's rate.)
+// uint16 elements of such a panel.
 int64_t amx_bf16_panel_elems(int64_t rows, int64_t k);
 // Packs the 16-row groups [group0, group1) of x (rows x k, row stride ldx) into `panel`, rounding to
 // bf16 (nearest even); rows past `rows` and k past the end are zero.
 void amx_bf16_pack_panel(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group0, int64_t group1,
                          uint16_t* panel);
-// out[r * ldo + c] = dot(x row r, w row c) for r < rows, c < cols, x given as the panel's groups from
-// this tile's first row (a multiple of 16) on.
+// out[r * ldo + c] = dot(x row row0 + r, w row c) for r < rows, c < cols: x given as the problem's panel
+// of panel_rows rows, row0 a multiple of 16.
 struct AmxPanelTile {
   const uint16_t* panel = nullptr;
-  int64_t rows = 0;
+  int64_t panel_rows = 0, row0 = 0, rows = 0;
   const void* w = nullptr;  // bf16 [cols, k], row stride ldw
   int64_t ldw = 0, cols = 0, k = 0;
   float* out = nullptr;

@@ -85,16 +85,20 @@ int64_t amx_bf16_panel_elems(int64_t rows, int64_t k) { return (rows + kGroup - 
 
 void amx_bf16_pack_panel(const float* x, int64_t ldx, int64_t rows, int64_t k, int64_t group0, int64_t group1,
                          uint16_t* panel) {
-  const int64_t chunks = chunks_of(k);
-  for (int64_t h = group0; h < group1; ++h)
-    pack_activation_pairs(x + h * kGroup * ldx, ldx, std::min(kGroup, rows - h * kGroup), k, chunks,
-                          panel + h * chunks * kTile);
+  const int64_t chunks = chunks_of(k), groups = (rows + kGroup - 1) / kGroup;
+  for (int64_t s0 = 0; s0 < chunks; s0 += kAmxPanelKSteps) {
+    const int64_t steps = std::min(kAmxPanelKSteps, chunks - s0);
+    uint16_t* block = panel + s0 * groups * kTile;
+    for (int64_t h = group0; h < group1; ++h)
+      pack_activation_pairs(x + h * kGroup * ldx + s0 * kChunk, ldx, std::min(kGroup, rows - h * kGroup),
+                            k - s0 * kChunk, steps, block + h * steps * kTile);
+  }
 }
 
 void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   if (t.rows <= 0 || t.cols <= 0) return;
   amx_configure(amx_full_tiles());
-  const int64_t chunks = chunks_of(t.k);
+  const int64_t chunks = chunks_of(t.k), panel_groups = (t.panel_rows + kGroup - 1) / kGroup, g0 = t.row0 / kGroup;
   const int64_t act_groups = (t.rows + kGroup - 1) / kGroup, w_groups = (t.cols + kGroup - 1) / kGroup;
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
 
@@ -113,9 +117,10 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
         copy_weight_rows(w, t.ldw, t.cols, t.k, q + i, s0, steps, wblock + i * steps * kTile);
       amx_compiler_barrier();
       const uint16_t* a[2] = {wblock, wblock + steps * kTile};
+      const uint16_t* block = t.panel + (s0 * panel_groups + g0 * steps) * kTile;  // amx.h: the panel's layout
       for (int64_t h = 0; h < act_groups; h += 2) {
         const int nb = h + 1 < act_groups ? 2 : 1;
-        const uint16_t* b[2] = {t.panel + (h * chunks + s0) * kTile, t.panel + ((h + nb - 1) * chunks + s0) * kTile};
+        const uint16_t* b[2] = {block + h * steps * kTile, block + (h + nb - 1) * steps * kTile};
         float* c[4];
         for (int i = 0; i < ma; ++i)
           for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + ((h + j) * w_groups + q + i) * 256;

@@ -39,7 +39,9 @@ void run_item(const SimdKernels& sk, GemmTileFn bf16_dot, const GemmProblem& p, 
 #if OPCHAIN_CPU_X86
   if (it.panel) {
     AmxPanelTile t;
-    t.panel = it.panel + amx_bf16_panel_elems(it.r0, p.k);  // r0 is a multiple of 16
+    t.panel = it.panel;
+    t.panel_rows = p.rows;
+    t.row0 = it.r0;  // a multiple of kAmxPanelRows
     t.rows = it.r1 - it.r0;
     t.w = static_cast<const uint16_t*>(p.w) + it.c0 * p.k;
     t.ldw = p.k;
