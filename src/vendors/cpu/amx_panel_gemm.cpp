@@ -102,12 +102,15 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   const int64_t act_groups = (t.rows + kGroup - 1) / kGroup, w_groups = (t.cols + kGroup - 1) / kGroup;
   const uint16_t* w = static_cast<const uint16_t*>(t.w);
 
-  // The C tiles between k blocks, 16 weight rows x 16 activation rows of f32 each, tile (h, q) for
-  // activation group h and weight group q at (h * w_groups + q) * 256.
+  // The C tiles between k blocks, 16 weight rows x 16 activation rows of f32 each: a block's four tiles
+  // (activation groups h, h + 1 x weight groups q, q + 1 for even q and h) lie in one 4 KiB run. (Laid
+  // out [h][q], they were w_groups KiB apart, a multiple of 4 KiB: the same L1 sets, with the weight
+  // block there too; the products' loop ran 5-10% slower.)
   thread_local std::vector<float> acc_buf;
   thread_local std::vector<uint16_t> block_buf;
-  float* acc = scratch_aligned(acc_buf, static_cast<size_t>(act_groups * w_groups * 256));
+  float* acc = scratch_aligned(acc_buf, static_cast<size_t>((w_groups + 1) / 2 * 2 * act_groups * 256));
   uint16_t* wblock = scratch_aligned(block_buf, static_cast<size_t>(2 * kAmxPanelKSteps * kTile));
+  auto acc_tile = [&](int64_t h, int64_t q) { return ((q / 2 * act_groups + h) * 2 + q % 2) * 256; };
 
   for (int64_t s0 = 0; s0 < chunks; s0 += kAmxPanelKSteps) {
     const int64_t steps = std::min(kAmxPanelKSteps, chunks - s0);
@@ -123,7 +126,7 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
         const uint16_t* b[2] = {block + h * steps * kTile, block + (h + nb - 1) * steps * kTile};
         float* c[4];
         for (int i = 0; i < ma; ++i)
-          for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + ((h + j) * w_groups + q + i) * 256;
+          for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + acc_tile(h + j, q + i);
         if (ma == 2 && nb == 2)
           panel_block<2, 2>(a, b, steps, c, s0 == 0);
         else if (ma == 2)
@@ -139,7 +142,7 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   for (int64_t h = 0; h < act_groups; ++h) {  // C tiles are [weight row][activation row]: transposed into out
     const int64_t rows = std::min(kGroup, t.rows - h * kGroup);
     for (int64_t q = 0; q < w_groups; ++q) {
-      const float* c = acc + (h * w_groups + q) * 256;
+      const float* c = acc + acc_tile(h, q);
       __m512i v[16];
       for (int i = 0; i < 16; ++i) v[i] = _mm512_load_si512(c + i * 16);
       transpose16(v);
