@@ -449,6 +449,51 @@ double tile_stream_seconds(const uint16_t* buf, int64_t bytes, int64_t passes, b
   return s + 0 * out[0];
 }
 }  // namespace
+// The panel's products (Note [AMX panel gemm]) with the rest taken away: a 2 x 2 block whose A tiles
+// (two weight groups of `steps` chunks, 2 x steps KiB) stay in L1 while B streams `groups` activation
+// groups of `steps` tiles each (groups x steps KiB, past L1), loads first then the four products. With
+// `reload`, the four C tiles come from and go back to a buffer at every block, as between k blocks.
+double block_stream_seconds(const uint16_t* a, const uint16_t* b, float* c, int64_t groups, int64_t steps,
+                            int64_t passes, bool reload) {
+  cpu::amx_configure(cpu::amx_full_tiles());
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  const double t0 = cpu_seconds();
+  for (int64_t p = 0; p < passes; ++p)
+    for (int64_t h = 0; h < groups; h += 2) {
+      float* ch = c + h * 512;
+      if (reload) {
+        _tile_loadd(0, ch, 64);
+        _tile_loadd(1, ch + 256, 64);
+        _tile_loadd(2, ch + 512, 64);
+        _tile_loadd(3, ch + 768, 64);
+      }
+      const uint16_t* b0 = b + h * steps * 512;
+      const uint16_t* b1 = b0 + steps * 512;
+      for (int64_t s = 0; s < steps; ++s) {
+        _tile_loadd(6, b0 + s * 512, 64);
+        _tile_loadd(7, b1 + s * 512, 64);
+        _tile_loadd(4, a + s * 512, 64);
+        _tile_loadd(5, a + (steps + s) * 512, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      if (reload) {
+        _tile_stored(0, ch, 64);
+        _tile_stored(1, ch + 256, 64);
+        _tile_stored(2, ch + 512, 64);
+        _tile_stored(3, ch + 768, 64);
+      }
+    }
+  const double s = cpu_seconds() - t0;
+  alignas(64) static float out[256];
+  _tile_stored(0, out, 64);
+  return s + 0 * out[0];
+}
 }  // namespace opchain::harness
 OPCHAIN_TARGET_END()
 
@@ -500,6 +545,39 @@ TEST(CpuPerf, DISABLED_AmxTileLoads) {
                 static_cast<long long>(kib), moved / loads * 1e-9, moved / 1024 * 16384 / with * 1e-9);
   }
 }
+// What the panel's block of products can reach on one core (block_stream_seconds): B from L2 (64
+// groups of 8 or 16 KiB), A from L1, against the register-only peak in the same run; then with the
+// C tiles reloaded every block, as the k blocks need.
+TEST(CpuPerf, DISABLED_AmxBlockCeilings) {
+  if (!cpu::amx_supported()) {
+    GTEST_SKIP() << "no AMX";
+  }
+  std::vector<uint16_t> a_buf, b_buf;
+  std::vector<float> c_buf;
+  std::mt19937 g(10);
+  uint16_t* a = cpu::scratch_aligned(a_buf, 2 * 16 * 512);
+  uint16_t* b = cpu::scratch_aligned(b_buf, 64 * 16 * 512);
+  float* c = cpu::scratch_aligned(c_buf, 64 * 512);
+  for (size_t i = 0; i < 2 * 16 * 512; ++i) a[i] = static_cast<uint16_t>(0x3c00 | (g() & 0x7f));
+  for (size_t i = 0; i < 64 * 16 * 512; ++i) b[i] = static_cast<uint16_t>(0x3c00 | (g() & 0x7f));
+  std::fill(c, c + 64 * 512, 0.0f);
+  for (int rep = 0; rep < 3; ++rep) {
+    const double peak_s = cpu_seconds();
+    tdpbf16ps_loop(1'000'000);
+    const double peak = 4.0 * 16384 * 1'000'000 / (cpu_seconds() - peak_s) * 1e-9;
+    std::printf("register peak %.0f GFLOP/s;", peak);
+    for (int64_t steps : {8, 16}) {
+      const int64_t passes = 4000 / steps;
+      const double flop = 2.0 * 16 * 16 * 32 * steps * 64 * 2 * passes;
+      const double plain = flop / block_stream_seconds(a, b, c, 64, steps, passes, false) * 1e-9;
+      const double reload = flop / block_stream_seconds(a, b, c, 64, steps, passes, true) * 1e-9;
+      std::printf(" %lld steps: B from L2 %.0f (%.0f%%), C reloaded per block %.0f (%.0f%%);",
+                  static_cast<long long>(steps), plain, 100 * plain / peak, reload, 100 * reload / peak);
+    }
+    std::printf("\n");
+  }
+}
+
 // Note [AMX panel gemm] against the bf16 tile on the same shapes, one thread, the tile called as gemm()
 // cuts its work (64 rows x up to 1024 weight rows) and the panel path as gemm() hands it out (the panel
 // packed once, then 512 x 256 tiles); 9 alternated pairs, the median ratio. Weights in turn from
