@@ -224,8 +224,8 @@ TEST(CpuAmxGemm, LinearPanelAndTileAgreeForAnyThreadCount) {
   if (!amx_tier()) {
     GTEST_SKIP() << "no AMX";
   }
-  ASSERT_TRUE(cpu::amx_panel_suits(300, 8200));
-  ASSERT_FALSE(cpu::amx_panel_suits(1, 8200));
+  ASSERT_TRUE(cpu::amx_panel_suits(300, 8200, 600));
+  ASSERT_FALSE(cpu::amx_panel_suits(1, 8200, 600));
   const cpu::Isa before = cpu::active_isa();
   ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
   std::mt19937 g(5);

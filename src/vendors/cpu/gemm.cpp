@@ -94,7 +94,7 @@ void pack_amx_panels(const GemmProblem* problems, size_t count, GemmTileFn bf16_
   int64_t elems = 0, max_k = 0;
   for (size_t i = 0; i < count; ++i) {
     const GemmProblem& p = problems[i];
-    const bool panel = p.bf16_activations && p.wdtype == DType::BF16 && p.n > 0 && amx_panel_suits(p.rows, p.k);
+    const bool panel = p.bf16_activations && p.wdtype == DType::BF16 && amx_panel_suits(p.rows, p.k, p.n);
     group_start[i + 1] = group_start[i] + (panel ? (p.rows + 15) / 16 : 0);
     if (!panel) continue;
     elems += amx_bf16_panel_elems(p.rows, p.k);
