@@ -224,12 +224,12 @@ TEST(CpuAmxGemm, LinearPanelAndTileAgreeForAnyThreadCount) {
   if (!amx_tier()) {
     GTEST_SKIP() << "no AMX";
   }
-  ASSERT_TRUE(cpu::amx_panel_suits(300, 8200, 600));
-  ASSERT_FALSE(cpu::amx_panel_suits(1, 8200, 600));
+  ASSERT_TRUE(cpu::amx_panel_suits(300, 8200, 2100));
+  ASSERT_FALSE(cpu::amx_panel_suits(1, 8200, 2100));
   const cpu::Isa before = cpu::active_isa();
   ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
   std::mt19937 g(5);
-  const int64_t rows = 300, in = 8200, out_f = 600;
+  const int64_t rows = 300, in = 8200, out_f = 2100;
   Tensor x = rand_f32(g, {rows, in});
   Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f);
   Tensor bias = rand_tensor(g, DType::BF16, {out_f}, -1.0f, 1.0f);

@@ -56,7 +56,7 @@ void amx_bf16_gemm_tile(const GemmTile& t);
 // over all of k, so the weights stream from past L2 once per 64 rows, and where k is long its working
 // set (64 activation rows and 32 weight rows of k bf16: 192 k bytes, 1.5 MiB at k = 8192) no longer
 // stays in L2 at all: 512 x 9728 -> 2560 ran at 1263-1692 GFLOP/s on two Emerald Rapids cores against
-// ~1900-2500 for k <= 4096. For many rows, gemm() instead packs each problem's activations once into
+// ~1900-2500 for k <= 4096. For many rows and wide outputs, gemm() instead packs each problem's activations once into
 // a panel of VNNI B tiles (shared by all threads) and hands out tiles of up to kAmxPanelRows rows x
 // kAmxPanelCols weight rows, which amx_panel_gemm.cpp runs in k blocks of kAmxPanelKSteps chunks: per
 // block and pair of weight groups, the weights' block is copied into contiguous A tiles (32 KiB, in L1
@@ -74,10 +74,12 @@ inline constexpr int64_t kAmxPanelLongK = 8192;
 inline constexpr int64_t kAmxPanelRows = 512;
 inline constexpr int64_t kAmxPanelCols = 256;
 inline constexpr int64_t kAmxPanelKSteps = 16;  // 512 of k per block
-// Fewer than kAmxPanelCols outputs (a MoE router's 128) make one narrow tile per 512 rows whose
-// packing is not repaid: 4096 x 2048 -> 128 took 11.2-11.5 ms against the tile's 8.7-9.2.
+// The panel is packed once per call and read back from past L2 by every column tile, so narrow outputs
+// do not repay it: a MoE router's 4096 x 2048 -> 128 took 11.2-11.5 ms against the tile's 8.7-9.2, and
+// the k and v projections (512 and 1024 outputs) ran 5-15% slower than on the tile in both models.
+inline constexpr int64_t kAmxPanelMinOutputs = 2048;
 inline bool amx_panel_suits(int64_t rows, int64_t k, int64_t n) {
-  return n >= kAmxPanelCols && (rows >= kAmxPanelRows || (rows >= kAmxPanelMinRows && k >= kAmxPanelLongK));
+  return n >= kAmxPanelMinOutputs && (rows >= kAmxPanelRows || (rows >= kAmxPanelMinRows && k >= kAmxPanelLongK));
 }
 
 // A panel of `rows` x k: the 16-row groups' VNNI B tiles, k block by k block (kAmxPanelKSteps chunks,
