@@ -1,8 +1,7 @@
 #pragma once
 // What the Amx tier's bf16 matmul kernels share (amx_gemm.cpp: the tile for any row count;
 // amx_panel_gemm.cpp: Note [AMX panel gemm]): the tile shapes, the 16 x 16 dword transpose that builds
-// VNNI pair tiles, the activations' packing into such tiles, and one k step of a block of C tiles. Only for translation
-// units that compile these in the Amx target region.
+// VNNI pair tiles, the activations' packing into such tiles, and one k step of a block of C tiles.
 #include <algorithm>
 #include <cstdint>
 
@@ -47,9 +46,9 @@ inline __mmask32 first_n32(int64_t n) {
 }
 inline __mmask16 first_n16(int64_t n) { return n >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << n) - 1); }
 
-// One k step of C(i, j) += A(i) B(j) for MA A tiles x NB B tiles (C(i, j) in tmm(i * NB + j)). Tile numbers are
-// immediates: C in tmm0-3, A and B in tmm4-7, each A and B tile in its own register (loads never
-// wait for a product to release a source).
+// One k step of C(i, j) += A(i) B(j) for MA A tiles x NB B tiles, C(i, j) in tmm(i * NB + j). Tile
+// numbers are immediates: C in tmm0-3, A and B in tmm4-7, each A and B tile in its own register (loads
+// never wait for a product to release a source).
 template <int MA, int NB>
 inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* const* b) {
   if constexpr (MA == 2 && NB == 2) {
