@@ -454,7 +454,7 @@ double tile_stream_seconds(const uint16_t* buf, int64_t bytes, int64_t passes, b
 // groups of `steps` tiles each (groups x steps KiB, past L1), loads first then the four products. With
 // `reload`, the four C tiles come from and go back to a buffer at every block, as between k blocks.
 double block_stream_seconds(const uint16_t* a, const uint16_t* b, float* c, int64_t groups, int64_t steps,
-                            int64_t passes, bool reload) {
+                            int64_t passes, bool reload, bool hint) {
   cpu::amx_configure(cpu::amx_full_tiles());
   _tile_zero(0);
   _tile_zero(1);
@@ -464,7 +464,12 @@ double block_stream_seconds(const uint16_t* a, const uint16_t* b, float* c, int6
   for (int64_t p = 0; p < passes; ++p)
     for (int64_t h = 0; h < groups; h += 2) {
       float* ch = c + h * 512;
-      if (reload) {
+      if (reload && hint) {
+        _tile_stream_loadd(0, ch, 64);
+        _tile_stream_loadd(1, ch + 256, 64);
+        _tile_stream_loadd(2, ch + 512, 64);
+        _tile_stream_loadd(3, ch + 768, 64);
+      } else if (reload) {
         _tile_loadd(0, ch, 64);
         _tile_loadd(1, ch + 256, 64);
         _tile_loadd(2, ch + 512, 64);
@@ -473,8 +478,13 @@ double block_stream_seconds(const uint16_t* a, const uint16_t* b, float* c, int6
       const uint16_t* b0 = b + h * steps * 512;
       const uint16_t* b1 = b0 + steps * 512;
       for (int64_t s = 0; s < steps; ++s) {
-        _tile_loadd(6, b0 + s * 512, 64);
-        _tile_loadd(7, b1 + s * 512, 64);
+        if (hint) {
+          _tile_stream_loadd(6, b0 + s * 512, 64);
+          _tile_stream_loadd(7, b1 + s * 512, 64);
+        } else {
+          _tile_loadd(6, b0 + s * 512, 64);
+          _tile_loadd(7, b1 + s * 512, 64);
+        }
         _tile_loadd(4, a + s * 512, 64);
         _tile_loadd(5, a + (steps + s) * 512, 64);
         _tile_dpbf16ps(0, 4, 6);
@@ -547,7 +557,8 @@ TEST(CpuPerf, DISABLED_AmxTileLoads) {
 }
 // What the panel's block of products can reach on one core (block_stream_seconds): B from L2 (64
 // groups of 8 or 16 KiB), A from L1, against the register-only peak in the same run; then with the
-// C tiles reloaded every block, as the k blocks need.
+// C tiles reloaded every block, as the k blocks need; each with plain tile loads of B (and C) and with
+// TILELOADDT1, the non-temporal hint the panel uses (Note [AMX panel gemm]).
 TEST(CpuPerf, DISABLED_AmxBlockCeilings) {
   if (!cpu::amx_supported()) {
     GTEST_SKIP() << "no AMX";
@@ -569,10 +580,13 @@ TEST(CpuPerf, DISABLED_AmxBlockCeilings) {
     for (int64_t steps : {8, 16}) {
       const int64_t passes = 4000 / steps;
       const double flop = 2.0 * 16 * 16 * 32 * steps * 64 * 2 * passes;
-      const double plain = flop / block_stream_seconds(a, b, c, 64, steps, passes, false) * 1e-9;
-      const double reload = flop / block_stream_seconds(a, b, c, 64, steps, passes, true) * 1e-9;
-      std::printf(" %lld steps: B from L2 %.0f (%.0f%%), C reloaded per block %.0f (%.0f%%);",
-                  static_cast<long long>(steps), plain, 100 * plain / peak, reload, 100 * reload / peak);
+      for (bool hint : {false, true}) {
+        const double plain = flop / block_stream_seconds(a, b, c, 64, steps, passes, false, hint) * 1e-9;
+        const double reload = flop / block_stream_seconds(a, b, c, 64, steps, passes, true, hint) * 1e-9;
+        std::printf(" %lld steps%s: B from L2 %.0f (%.0f%%), C reloaded per block %.0f (%.0f%%);",
+                    static_cast<long long>(steps), hint ? " with the hint" : "", plain, 100 * plain / peak, reload,
+                    100 * reload / peak);
+      }
     }
     std::printf("\n");
   }

@@ -67,8 +67,14 @@ void amx_bf16_gemm_tile(const GemmTile& t);
 // the tile's (Note [AMX tier]), whichever path a row takes. Alternated with the tile through linear, 2
 // threads (CpuPerf.DISABLED_AmxPanelVsTile has a one-thread probe): k = 9728 1.43-1.47x at 512 rows;
 // k 2048-4096 at 512-1024 rows 1.00-1.12x; at 256 rows and k 2560 0.96-0.97x, hence 256-511 rows only
-// for long k. Measured and not kept: 512-column tiles, C stored straight into out in the last block,
-// the next block's weights copied between the current block's products (each 5-15% slower).
+// for long k. The activation tiles and the C tiles' reloads are TILELOADDT1 (the non-temporal hint):
+// with plain loads the 32 KiB of activations a block streams from L2 evicted the weight block from L1
+// (CpuPerf.DISABLED_AmxBlockCeilings: 16 k steps at 65-73% of the register peak, 88-92% with the hint;
+// panel over tile 1.24-1.40x instead of 1.11-1.25x; the dense model's projections 2-14% faster).
+// Measured and not kept: 512-column tiles, C stored straight into out in the last block, the next
+// block's weights copied between the current block's products (each 5-15% slower), the last block's
+// transposes into out spread over the next block's products (5-10% slower: vector work beside the
+// tile unit did not run for free), the hint on the weights' copy (no change).
 inline constexpr int64_t kAmxPanelMinRows = 256;
 inline constexpr int64_t kAmxPanelLongK = 8192;
 inline constexpr int64_t kAmxPanelRows = 512;

@@ -49,7 +49,9 @@ void copy_weight_rows(const uint16_t* w, int64_t ldw, int64_t cols, int64_t k, i
 }
 
 // The C tiles of a block (C(i, j) in tmm(i * NB + j)): loaded from the accumulator tiles c[i * NB + j]
-// (16 x 16 f32, contiguous), or zeroed for the first k block; and stored back there.
+// (16 x 16 f32, contiguous), or zeroed for the first k block; and stored back there. Loaded with the
+// non-temporal hint, as the activations (Note [AMX panel gemm]): read once per block, they need not
+// displace the weight block from L1.
 template <int kC>
 inline void load_c(const float* const* c, bool zero) {
   if (zero) {
@@ -59,10 +61,10 @@ inline void load_c(const float* const* c, bool zero) {
     if constexpr (kC > 3) _tile_zero(3);
     return;
   }
-  _tile_loadd(0, c[0], 64);
-  if constexpr (kC > 1) _tile_loadd(1, c[1], 64);
-  if constexpr (kC > 2) _tile_loadd(2, c[2], 64);
-  if constexpr (kC > 3) _tile_loadd(3, c[3], 64);
+  _tile_stream_loadd(0, c[0], 64);
+  if constexpr (kC > 1) _tile_stream_loadd(1, c[1], 64);
+  if constexpr (kC > 2) _tile_stream_loadd(2, c[2], 64);
+  if constexpr (kC > 3) _tile_stream_loadd(3, c[3], 64);
 }
 template <int kC>
 inline void store_c(float* const* c) {
@@ -83,7 +85,7 @@ void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t ste
   for (int64_t s = 0; s < steps; ++s) {
     for (int i = 0; i < MA; ++i) ap[i] = a[i] + s * kTile;
     for (int j = 0; j < NB; ++j) bp[j] = b[j] + s * kTile;
-    step<MA, NB>(ap, stride, bp);
+    step<MA, NB, true>(ap, stride, bp);
   }
   store_c<MA * NB>(c);
 }

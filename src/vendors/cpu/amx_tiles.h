@@ -48,37 +48,47 @@ inline __mmask16 first_n16(int64_t n) { return n >= 16 ? __mmask16{0xffff} : sta
 
 // One k step of C(i, j) += A(i) B(j) for MA A tiles x NB B tiles, C(i, j) in tmm(i * NB + j). Tile
 // numbers are immediates: C in tmm0-3, A and B in tmm4-7, each A and B tile in its own register (loads
-// never wait for a product to release a source).
-template <int MA, int NB>
+// never wait for a product to release a source). kStreamB loads the B tiles with TILELOADDT1, the
+// non-temporal hint: where B streams from L2 past an A block held in L1, plain loads evict that block
+// (a 2 x 2 block over 16 k steps: 65-73% of the register peak with plain loads, 88-92% with the hint).
+#define OPCHAIN_AMX_LOAD_B(t, p)           \
+  do {                                     \
+    if constexpr (kStreamB)                \
+      _tile_stream_loadd(t, p, kRowBytes); \
+    else                                   \
+      _tile_loadd(t, p, kRowBytes);        \
+  } while (0)
+template <int MA, int NB, bool kStreamB = false>
 inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* const* b) {
   if constexpr (MA == 2 && NB == 2) {
     _tile_loadd(4, a[0], as[0]);
-    _tile_loadd(6, b[0], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(6, b[0]);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b[1], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(7, b[1]);
     _tile_dpbf16ps(1, 4, 7);
     _tile_loadd(5, a[1], as[1]);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   } else if constexpr (MA == 2 && NB == 1) {
-    _tile_loadd(4, b[0], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(4, b[0]);
     _tile_loadd(5, a[0], as[0]);
     _tile_dpbf16ps(0, 5, 4);
     _tile_loadd(6, a[1], as[1]);
     _tile_dpbf16ps(1, 6, 4);
   } else if constexpr (MA == 1 && NB == 2) {
     _tile_loadd(4, a[0], as[0]);
-    _tile_loadd(6, b[0], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(6, b[0]);
     _tile_dpbf16ps(0, 4, 6);
-    _tile_loadd(7, b[1], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(7, b[1]);
     _tile_dpbf16ps(1, 4, 7);
   } else {
     static_assert(MA == 1 && NB == 1);
-    _tile_loadd(4, b[0], kRowBytes);
+    OPCHAIN_AMX_LOAD_B(4, b[0]);
     _tile_loadd(5, a[0], as[0]);
     _tile_dpbf16ps(0, 5, 4);
   }
 }
+#undef OPCHAIN_AMX_LOAD_B
 
 // Activation rows x[0 .. n) (n <= 16) as B tiles, one per chunk: tile row kk holds, for each row m, the
 // bf16 pair (2kk, 2kk + 1) of the chunk as dword m. Rows past n and k past the end are zero.
