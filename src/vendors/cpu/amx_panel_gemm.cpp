@@ -74,9 +74,31 @@ inline void store_c(float* const* c) {
   if constexpr (kC > 3) _tile_stored(3, c[3], 64);
 }
 
+// Lines of the activations the next k block reads, fetched into L2 a few per k step of this one.
+struct L2Prefetch {
+  const char* next = nullptr;
+  int64_t left = 0, per_step = 0;
+  void step() {
+    for (int64_t i = 0; i < per_step && left > 0; ++i, --left, next += 64) _mm_prefetch(next, _MM_HINT_T1);
+  }
+};
+
+// The next weight block's rows (rows x `lines` 64-byte lines at stride ld bytes), fetched into L2 a
+// line or two per k step, so that its copy into A tiles does not wait on memory. (A prefetch past the
+// k tail reads nothing it could fault on.)
+struct WeightPrefetch {
+  const char* base = nullptr;
+  int64_t ld = 0, lines = 0, rows = 0, i = 0, per_step = 0;
+  void step() {
+    for (int64_t n = 0; n < per_step && i < rows * lines; ++n, ++i)
+      _mm_prefetch(base + i / lines * ld + i % lines * 64, _MM_HINT_T1);
+  }
+};
+
 // `steps` k steps of C(i, j) += A(i) B(j), A tiles at a[i] + s * kTile, B tiles at b[j] + s * kTile.
 template <int MA, int NB>
-void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t steps, float* const* c, bool first) {
+void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t steps, float* const* c, bool first,
+                 L2Prefetch& ahead, WeightPrefetch& wahead) {
   load_c<MA * NB>(c, first);
   const uint16_t* ap[MA];
   const uint16_t* bp[NB];
@@ -86,6 +108,8 @@ void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t ste
     for (int i = 0; i < MA; ++i) ap[i] = a[i] + s * kTile;
     for (int j = 0; j < NB; ++j) bp[j] = b[j] + s * kTile;
     step<MA, NB, true>(ap, stride, bp);
+    ahead.step();
+    wahead.step();
   }
   store_c<MA * NB>(c);
 }
@@ -123,15 +147,39 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   uint16_t* wblock = scratch_aligned(block_buf, static_cast<size_t>(2 * kAmxPanelKSteps * kTile));
   auto acc_tile = [&](int64_t h, int64_t q) { return ((q / 2 * act_groups + h) * 2 + q % 2) * 256; };
 
+  // The first pass over a k block's activations (512 rows: 512 KiB) would read them from past L2; the
+  // passes of the block before fetch them, and the last block the first one's, which the next tile of
+  // the same rows reads.
+  auto block_of = [&](int64_t s0) {
+    return t.panel + (s0 * panel_groups + g0 * std::min(kAmxPanelKSteps, chunks - s0)) * kTile;  // amx.h
+  };
+  const int64_t step_count = (w_groups + 1) / 2 * ((act_groups + 1) / 2);
   for (int64_t s0 = 0; s0 < chunks; s0 += kAmxPanelKSteps) {
     const int64_t steps = std::min(kAmxPanelKSteps, chunks - s0);
+    const int64_t next_s0 = s0 + steps < chunks ? s0 + steps : 0;
+    L2Prefetch ahead;
+    ahead.next = reinterpret_cast<const char*>(block_of(next_s0));
+    ahead.left = act_groups * std::min(kAmxPanelKSteps, chunks - next_s0) * kTile * 2 / 64;
+    ahead.per_step = (ahead.left + step_count * steps - 1) / (step_count * steps);
     for (int64_t q = 0; q < w_groups; q += 2) {
       const int ma = q + 1 < w_groups ? 2 : 1;
       for (int i = 0; i < ma; ++i)
         copy_weight_rows(w, t.ldw, t.cols, t.k, q + i, s0, steps, wblock + i * steps * kTile);
       amx_compiler_barrier();
       const uint16_t* a[2] = {wblock, wblock + steps * kTile};
-      const uint16_t* block = t.panel + (s0 * panel_groups + g0 * steps) * kTile;  // amx.h: the panel's layout
+      // The weight block after this one: the next pair of groups, or the next k block's first pair.
+      WeightPrefetch wahead;
+      const bool last_pair = q + 2 >= w_groups;
+      if (!last_pair || s0 + steps < chunks) {
+        const int64_t nq = last_pair ? 0 : q + 2, ns0 = last_pair ? s0 + steps : s0;
+        wahead.base = reinterpret_cast<const char*>(w + nq * kGroup * t.ldw + ns0 * kChunk);
+        wahead.ld = t.ldw * 2;
+        wahead.lines = std::min(kAmxPanelKSteps, chunks - ns0);
+        wahead.rows = std::min(2 * kGroup, t.cols - nq * kGroup);
+        const int64_t pair_steps = (act_groups + 1) / 2 * steps;
+        wahead.per_step = (wahead.rows * wahead.lines + pair_steps - 1) / pair_steps;
+      }
+      const uint16_t* block = block_of(s0);
       for (int64_t h = 0; h < act_groups; h += 2) {
         const int nb = h + 1 < act_groups ? 2 : 1;
         const uint16_t* b[2] = {block + h * steps * kTile, block + (h + nb - 1) * steps * kTile};
@@ -139,13 +187,13 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
         for (int i = 0; i < ma; ++i)
           for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + acc_tile(h + j, q + i);
         if (ma == 2 && nb == 2)
-          panel_block<2, 2>(a, b, steps, c, s0 == 0);
+          panel_block<2, 2>(a, b, steps, c, s0 == 0, ahead, wahead);
         else if (ma == 2)
-          panel_block<2, 1>(a, b, steps, c, s0 == 0);
+          panel_block<2, 1>(a, b, steps, c, s0 == 0, ahead, wahead);
         else if (nb == 2)
-          panel_block<1, 2>(a, b, steps, c, s0 == 0);
+          panel_block<1, 2>(a, b, steps, c, s0 == 0, ahead, wahead);
         else
-          panel_block<1, 1>(a, b, steps, c, s0 == 0);
+          panel_block<1, 1>(a, b, steps, c, s0 == 0, ahead, wahead);
       }
       amx_compiler_barrier();
     }
