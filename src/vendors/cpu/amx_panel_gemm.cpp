@@ -198,18 +198,29 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
       amx_compiler_barrier();
     }
   }
-  for (int64_t h = 0; h < act_groups; ++h) {  // C tiles are [weight row][activation row]: transposed into out
+  // C tiles are [weight row][activation row]: transposed into out, with non-temporal stores where a
+  // run of 16 floats is whole and 64-byte aligned. The panel's outputs (>= 512 rows x 2048 floats) pass
+  // what the caches keep for the next op, and a plain store first reads the line it writes: the dense
+  // model's prefill 512 2.3-6% faster in total, alternated (gate_up 6-11%, the op reading its output
+  // up to 1 ms slower over 6 layers).
+  const bool stream = t.ldo % 16 == 0 && reinterpret_cast<uintptr_t>(t.out) % 64 == 0;
+  for (int64_t h = 0; h < act_groups; ++h) {
     const int64_t rows = std::min(kGroup, t.rows - h * kGroup);
     for (int64_t q = 0; q < w_groups; ++q) {
       const float* c = acc + acc_tile(h, q);
       __m512i v[16];
       for (int i = 0; i < 16; ++i) v[i] = _mm512_load_si512(c + i * 16);
       transpose16(v);
+      float* o = t.out + h * kGroup * t.ldo + q * kGroup;
+      if (stream && t.cols - q * kGroup >= kGroup) {
+        for (int64_t r = 0; r < rows; ++r) _mm512_stream_ps(o + r * t.ldo, reinterpret_cast<__m512>(v[r]));
+        continue;
+      }
       const __mmask16 m = first_n16(t.cols - q * kGroup);
-      for (int64_t r = 0; r < rows; ++r)
-        _mm512_mask_storeu_ps(t.out + (h * kGroup + r) * t.ldo + q * kGroup, m, reinterpret_cast<__m512>(v[r]));
+      for (int64_t r = 0; r < rows; ++r) _mm512_mask_storeu_ps(o + r * t.ldo, m, reinterpret_cast<__m512>(v[r]));
     }
   }
+  if (stream) _mm_sfence();  // the streamed lines are visible before the caller's parallel region ends
 }
 
 }  // namespace opchain::cpu
