@@ -163,7 +163,8 @@ TEST(CpuAmxGemm, BatchInvariantInEveryTilePosition) {
 // reference. Called directly, whatever gemm()'s thresholds: the panel holds all of the problem's rows
 // (packed in two parts, as two threads would), the tile takes rows [r0, r1) (r0 a multiple of 16) and
 // writes them from out on.
-void run_panel(const Problem& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out, int64_t ldo) {
+void run_panel(const Problem& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out, int64_t ldo,
+               const uint16_t* w = nullptr) {
   std::vector<uint16_t> buf;
   uint16_t* panel = cpu::scratch_aligned(buf, static_cast<size_t>(cpu::amx_bf16_panel_elems(p.rows, p.k)));
   const int64_t groups = (p.rows + 15) / 16;
@@ -174,7 +175,7 @@ void run_panel(const Problem& p, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
   t.panel_rows = p.rows;
   t.row0 = r0;
   t.rows = r1 - r0;
-  t.w = p.w.data() + c0 * p.ldw;
+  t.w = (w ? w : p.w.data()) + c0 * p.ldw;
   t.ldw = p.ldw;
   t.cols = c1 - c0;
   t.k = p.k;
@@ -216,6 +217,26 @@ TEST(CpuAmxGemm, PanelGivesTheTilesBits) {
           << "row " << r;
     }
   }
+  // Weights read in place (amx_panel_weights_in_place), from a 64-byte aligned copy: row strides whose
+  // blocks spread over the L1 sets; the last, partial pair of groups and the k tail's block still copied.
+  for (const auto& [k, pad] : {std::pair<int64_t, int64_t>{2560, 0}, {2600, 24}}) {
+    SCOPED_TRACE("in place, k " + std::to_string(k));
+    Problem p(g, 300, 70, k, pad);
+    p.run();
+    std::vector<uint16_t> w_buf;
+    uint16_t* w = cpu::scratch_aligned(w_buf, p.w.size());
+    std::memcpy(w, p.w.data(), p.w.size() * sizeof(uint16_t));
+    ASSERT_TRUE(cpu::amx_panel_weights_in_place(w, p.ldw));
+    std::vector<float> out(p.out.size(), kSentinel);
+    run_panel(p, 0, 300, 5, 70, out.data(), p.ldo, w);
+    for (int64_t r = 0; r < 300; ++r)
+      ASSERT_EQ(std::memcmp(out.data() + r * p.ldo, p.out.data() + r * p.ldo + 5, 65 * sizeof(float)), 0)
+          << "row " << r;
+  }
+  std::vector<uint16_t> w_buf;
+  uint16_t* w = cpu::scratch_aligned(w_buf, 64 * 4096);
+  EXPECT_FALSE(cpu::amx_panel_weights_in_place(w, 2048)) << "every row of the block in the same L1 sets";
+  EXPECT_FALSE(cpu::amx_panel_weights_in_place(w + 1, 2560)) << "not 64-byte aligned";
 }
 
 // Through linear: a row alone (the tile) and among 300 rows of k 8200 (the panel: amx_panel_suits),

@@ -112,5 +112,14 @@ struct AmxPanelTile {
   int64_t ldo = 0;
 };
 void amx_bf16_gemm_panel(const AmxPanelTile& t);
+// Whether the panel reads whole pairs of weight groups' A tiles where they lie instead of copying each
+// block into contiguous tiles: where the block's 32 rows x 16 lines share no L1 set more than
+// kAmxPanelMaxWeightWays times (of 12), so that it stays in L1 while the activation groups pass (a row
+// stride of 5120 or 19456 bytes, Qwen3-4B's 2560 and 9728; not 4096 or 8192). The copy then costs
+// nothing: 512 x 2560 -> 19456 and 512 x 9728 -> 2560 at 45-48% of the two-thread register peak
+// instead of 44-45%, the dense model's q_proj, gate_up and down 3-5% faster on balance (alternated;
+// CpuPerf.DISABLED_AmxPrefillShareOfPeak). The same tiles, so the same bits.
+inline constexpr int kAmxPanelMaxWeightWays = 8;
+bool amx_panel_weights_in_place(const void* w, int64_t ldw);
 
 }  // namespace opchain::cpu

@@ -1,6 +1,7 @@
 // Note [AMX panel gemm] (amx.h): the Amx tier's bf16 matmul for many activation rows. The operands are
 // the bf16 tile's (amx_gemm.cpp): the weights are the A operand, copied per k block into contiguous A
-// tiles, and the activations the B operand in VNNI pairs, packed once per gemm() call into a panel that
+// tiles (or read where they lie when their rows spread over the L1 sets: amx_panel_weights_in_place),
+// and the activations the B operand in VNNI pairs, packed once per gemm() call into a panel that
 // every tile of the problem reads. C = 16 weight rows x 16 activation rows accumulates in an f32 buffer
 // between k blocks and is transposed into `out` once at the end. (The roles swapped, activations as A
 // and weights copied as VNNI B tiles, give the same bits and need no transposed output, but transpose
@@ -97,15 +98,15 @@ struct WeightPrefetch {
 
 // `steps` k steps of C(i, j) += A(i) B(j), A tiles at a[i] + s * kTile, B tiles at b[j] + s * kTile.
 template <int MA, int NB>
-void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t steps, float* const* c, bool first,
-                 L2Prefetch& ahead, WeightPrefetch& wahead) {
+void panel_block(const uint16_t* const* a, int64_t astride, int64_t astep, const uint16_t* const* b, int64_t steps,
+                 float* const* c, bool first, L2Prefetch& ahead, WeightPrefetch& wahead) {
   load_c<MA * NB>(c, first);
   const uint16_t* ap[MA];
   const uint16_t* bp[NB];
   int64_t stride[MA];
-  for (int i = 0; i < MA; ++i) stride[i] = kRowBytes;
+  for (int i = 0; i < MA; ++i) stride[i] = astride;
   for (int64_t s = 0; s < steps; ++s) {
-    for (int i = 0; i < MA; ++i) ap[i] = a[i] + s * kTile;
+    for (int i = 0; i < MA; ++i) ap[i] = a[i] + s * astep;
     for (int j = 0; j < NB; ++j) bp[j] = b[j] + s * kTile;
     step<MA, NB, true>(ap, stride, bp);
     ahead.step();
@@ -115,6 +116,15 @@ void panel_block(const uint16_t* const* a, const uint16_t* const* b, int64_t ste
 }
 
 }  // namespace
+
+bool amx_panel_weights_in_place(const void* w, int64_t ldw) {
+  const int64_t row_bytes = ldw * 2;
+  if (row_bytes % 64 != 0 || reinterpret_cast<uintptr_t>(w) % 64 != 0) return false;
+  int lines_in_set[64] = {};  // a pair of groups' block: 32 rows x kAmxPanelKSteps lines, by L1 set
+  for (int64_t r = 0; r < 2 * kGroup; ++r)
+    for (int64_t l = 0; l < kAmxPanelKSteps; ++l) ++lines_in_set[(r * row_bytes / 64 + l) % 64];
+  return *std::max_element(lines_in_set, lines_in_set + 64) <= kAmxPanelMaxWeightWays;
+}
 
 int64_t amx_bf16_panel_elems(int64_t rows, int64_t k) { return (rows + kGroup - 1) / kGroup * chunks_of(k) * kTile; }
 
@@ -153,6 +163,7 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   auto block_of = [&](int64_t s0) {
     return t.panel + (s0 * panel_groups + g0 * std::min(kAmxPanelKSteps, chunks - s0)) * kTile;  // amx.h
   };
+  const bool weights_in_place = amx_panel_weights_in_place(w, t.ldw);
   const int64_t step_count = (w_groups + 1) / 2 * ((act_groups + 1) / 2);
   for (int64_t s0 = 0; s0 < chunks; s0 += kAmxPanelKSteps) {
     const int64_t steps = std::min(kAmxPanelKSteps, chunks - s0);
@@ -163,10 +174,21 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
     ahead.per_step = (ahead.left + step_count * steps - 1) / (step_count * steps);
     for (int64_t q = 0; q < w_groups; q += 2) {
       const int ma = q + 1 < w_groups ? 2 : 1;
-      for (int i = 0; i < ma; ++i)
-        copy_weight_rows(w, t.ldw, t.cols, t.k, q + i, s0, steps, wblock + i * steps * kTile);
-      amx_compiler_barrier();
+      // A pair of whole groups over whole chunks is read in place; a partial group or the k tail is
+      // copied with zeros past its end (what lies there may be NaN).
+      const bool in_place = weights_in_place && (q + 2) * kGroup <= t.cols && (s0 + steps) * kChunk <= t.k;
       const uint16_t* a[2] = {wblock, wblock + steps * kTile};
+      int64_t astride = kRowBytes, astep = kTile;
+      if (in_place) {
+        a[0] = w + q * kGroup * t.ldw + s0 * kChunk;
+        a[1] = a[0] + kGroup * t.ldw;
+        astride = t.ldw * 2;
+        astep = kChunk;
+      } else {
+        for (int i = 0; i < ma; ++i)
+          copy_weight_rows(w, t.ldw, t.cols, t.k, q + i, s0, steps, wblock + i * steps * kTile);
+      }
+      amx_compiler_barrier();
       // The weight block after this one: the next pair of groups, or the next k block's first pair.
       WeightPrefetch wahead;
       const bool last_pair = q + 2 >= w_groups;
@@ -187,13 +209,13 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
         for (int i = 0; i < ma; ++i)
           for (int j = 0; j < nb; ++j) c[i * nb + j] = acc + acc_tile(h + j, q + i);
         if (ma == 2 && nb == 2)
-          panel_block<2, 2>(a, b, steps, c, s0 == 0, ahead, wahead);
+          panel_block<2, 2>(a, astride, astep, b, steps, c, s0 == 0, ahead, wahead);
         else if (ma == 2)
-          panel_block<2, 1>(a, b, steps, c, s0 == 0, ahead, wahead);
+          panel_block<2, 1>(a, astride, astep, b, steps, c, s0 == 0, ahead, wahead);
         else if (nb == 2)
-          panel_block<1, 2>(a, b, steps, c, s0 == 0, ahead, wahead);
+          panel_block<1, 2>(a, astride, astep, b, steps, c, s0 == 0, ahead, wahead);
         else
-          panel_block<1, 1>(a, b, steps, c, s0 == 0, ahead, wahead);
+          panel_block<1, 1>(a, astride, astep, b, steps, c, s0 == 0, ahead, wahead);
       }
       amx_compiler_barrier();
     }
