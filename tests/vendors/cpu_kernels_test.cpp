@@ -82,6 +82,20 @@ TEST(CpuVendor, F16ConversionIsExactForEveryValue) {
 }
 
 // Each SIMD path the CPU has, on the cases of the ops that use it, against reference.
+TEST(CpuVendor, HugeScratchIsAlignedWritableAndGrows) {
+  cpu::HugeScratch s;
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  auto* a = static_cast<unsigned char*>(s.get(1000));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % kHuge, 0u);
+  std::fill(a, a + kHuge, 0x5a);  // the whole rounded page is usable
+  EXPECT_EQ(s.get(kHuge), a);     // within what it holds: the same buffer
+  auto* b = static_cast<unsigned char*>(s.get(3 * kHuge + 1));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % kHuge, 0u);
+  std::fill(b, b + 4 * kHuge, 0xa5);
+  EXPECT_EQ(b[4 * kHuge - 1], 0xa5);
+}
+
 TEST(CpuVendor, EverySimdPathMatchesReference) {
   EnvGuard guard;
   const OpType ops[] = {OpType::Linear,

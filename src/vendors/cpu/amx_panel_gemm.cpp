@@ -150,10 +150,10 @@ void amx_bf16_gemm_panel(const AmxPanelTile& t) {
   // The C tiles between k blocks, 16 weight rows x 16 activation rows of f32 each: a block's four tiles
   // (activation groups h, h + 1 x weight groups q, q + 1 for even q and h) lie in one 4 KiB run. (Laid
   // out [h][q], they were w_groups KiB apart, a multiple of 4 KiB: the same L1 sets, with the weight
-  // block there too; the products' loop ran 5-10% slower.)
-  thread_local std::vector<float> acc_buf;
+  // block there too; the products' loop ran 5-10% slower.) On huge pages, as the panel (cpu_common.h).
+  thread_local HugeScratch acc_buf;
   thread_local std::vector<uint16_t> block_buf;
-  float* acc = scratch_aligned(acc_buf, static_cast<size_t>((w_groups + 1) / 2 * 2 * act_groups * 256));
+  float* acc = static_cast<float*>(acc_buf.get(static_cast<size_t>((w_groups + 1) / 2 * 2 * act_groups * 256) * 4));
   uint16_t* wblock = scratch_aligned(block_buf, static_cast<size_t>(2 * kAmxPanelKSteps * kTile));
   auto acc_tile = [&](int64_t h, int64_t q) { return ((q / 2 * act_groups + h) * 2 + q % 2) * 256; };
 

@@ -87,7 +87,7 @@ void pack_amx_panels(const GemmProblem* problems, size_t count, GemmTileFn bf16_
   panel_of.assign(count, nullptr);
 #if OPCHAIN_CPU_X86
   if (bf16_dot != &amx_bf16_gemm_tile) return;
-  thread_local std::vector<uint16_t> panel_buf;
+  thread_local HugeScratch panel_buf;                 // huge pages: every column tile walks all of it (cpu_common.h)
   thread_local std::vector<int64_t> group_start_buf;  // first 16-row group of problem i over all panels
   std::vector<int64_t>& group_start = group_start_buf;
   group_start.assign(count + 1, 0);
@@ -101,7 +101,7 @@ void pack_amx_panels(const GemmProblem* problems, size_t count, GemmTileFn bf16_
     max_k = std::max(max_k, p.k);
   }
   if (elems == 0) return;
-  uint16_t* buf = scratch_aligned(panel_buf, static_cast<size_t>(elems));
+  uint16_t* buf = static_cast<uint16_t*>(panel_buf.get(static_cast<size_t>(elems) * 2));
   for (size_t i = 0, off = 0; i < count; ++i) {
     if (group_start[i + 1] == group_start[i]) continue;
     panel_of[i] = buf + off;
