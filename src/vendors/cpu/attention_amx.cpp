@@ -9,15 +9,21 @@
 // value panel is (2 x d/16) B tiles whose row r holds positions (32 ks + 2r, +1) of head dims
 // 16 dt + n. Positions past the sequence's end are zero. A work item (as attention.cpp makes them)
 // rounds its query rows to bf16 once; per chunk and kv head, the scores of its rows are C tiles
-// (2 row blocks x 2 position tiles at a time), the online-softmax update is the f32 path's own
-// (softmax_chunk_rows), the weights are rounded to bf16 with the positions a row must not see zeroed,
-// and P @ V lands in C tiles that are added to the row's f32 numerator.
+// (2 row blocks x 2 position tiles at a time); the online-softmax step runs on 16 rows at once
+// (softmax_block: the rows' maxima and sums reduced together, the weights rounded to bf16 with the
+// positions a row must not see zeroed); P @ V accumulates onto the rows' f32 numerators, loaded into
+// the C tiles and stored back.
 //
 // Batch invariance (Note [cpu kernels]) holds as on the f32 path: chunks are absolute, every C element
-// is its own row's product over the whole chunk in a fixed k order, and a chunk's P @ V takes one or
-// two k steps by the sequence's length alone, never the item's. The results differ from the f32
-// path's (and the reference's) by the rounding of q, k, v and p to bf16: 3-5e-3 of 1 + |out| at most
-// on the kernel harness's random inputs, checked there at 1e-2.
+// is its own row's product over the whole chunk in a fixed k order, a vector lane never mixes rows, and
+// a chunk's P @ V takes one or two k steps by the sequence's length alone, never the item's. The
+// results differ from the f32 path's (and the reference's) by the rounding of q, k, v and p to bf16:
+// 3-5e-3 of 1 + |out| at most on the kernel harness's random inputs, checked there at 1e-2.
+//
+// Where the time went (dense 4096-token prefill, Sapphire Rapids, rdtsc per phase): with the f32 path's
+// per-row softmax, a P @ V added to the numerator from memory and scalar q rounding and division, the
+// tiles took 35% and the rest 65%; softmax_block, P @ V onto loaded C tiles and vector rounding and
+// division took the attention from 1335 to 937 ms over 6 layers (512 tokens: 45 to 27 ms).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -31,7 +37,6 @@
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/isa_target.h"
-#include "vendors/cpu/simd.h"
 
 namespace opchain::cpu {
 
@@ -92,16 +97,25 @@ inline __mmask16 first_n(int64_t n) {
 }
 
 // C tiles (rb, j), rb < RB, j < 2 (tmm0..3): the sum over k steps ks of A row block rb (16 rows of
-// 32 bf16 at a + rb * 16 * lda + 32 ks) times B tile (ks, j) at b + (ks * b_step + j) * kTile;
-// stored as f32 at c + rb * 16 * ldc + 16 j.
-template <int RB>
+// 32 bf16 at a + rb * 16 * lda + 32 ks) times B tile (ks, j) at b + (ks * b_step + j) * kTile, added
+// to what is at c + rb * 16 * ldc + 16 j (kAddToC; else to zero) and stored there as f32.
+template <int RB, bool kAddToC>
 inline void tile_block(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t b_step, int64_t ksteps, float* c,
                        int64_t ldc) {
-  _tile_zero(0);
-  _tile_zero(1);
-  if constexpr (RB == 2) {
-    _tile_zero(2);
-    _tile_zero(3);
+  if constexpr (kAddToC) {
+    _tile_loadd(0, c, ldc * 4);
+    _tile_loadd(1, c + 16, ldc * 4);
+    if constexpr (RB == 2) {
+      _tile_loadd(2, c + kBlock * ldc, ldc * 4);
+      _tile_loadd(3, c + kBlock * ldc + 16, ldc * 4);
+    }
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    if constexpr (RB == 2) {
+      _tile_zero(2);
+      _tile_zero(3);
+    }
   }
   for (int64_t ks = 0; ks < ksteps; ++ks) {
     const uint16_t* bk = b + ks * b_step * kTile;
@@ -126,48 +140,157 @@ inline void tile_block(const uint16_t* a, int64_t lda, const uint16_t* b, int64_
 
 // Rows [rb0, rows16) of A against column tiles [0, cols) of B (pairs; an odd last one pairs with a
 // tile that may hold anything finite), in blocks of 32 rows.
+template <bool kAddToC>
 inline void tile_rows(const uint16_t* a, int64_t lda, int64_t rb0, int64_t rows16, const uint16_t* b, int64_t b_step,
                       int64_t cols, int64_t ksteps, float* c, int64_t ldc) {
   for (int64_t rb = rb0; rb < rows16; rb += 2 * kBlock) {
     for (int64_t j = 0; j < cols; j += 2) {
       if (rows16 - rb >= 2 * kBlock)
-        tile_block<2>(a + rb * lda, lda, b + j * kTile, b_step, ksteps, c + rb * ldc + j * 16, ldc);
+        tile_block<2, kAddToC>(a + rb * lda, lda, b + j * kTile, b_step, ksteps, c + rb * ldc + j * 16, ldc);
       else
-        tile_block<1>(a + rb * lda, lda, b + j * kTile, b_step, ksteps, c + rb * ldc + j * 16, ldc);
+        tile_block<1, kAddToC>(a + rb * lda, lda, b + j * kTile, b_step, ksteps, c + rb * ldc + j * 16, ldc);
     }
   }
 }
 
+// f32 to bf16, rounded to nearest even with NaNs kept quiet: f32_to_bf16 (core/dtype.h) on 16 lanes,
+// bit for bit (VCVTNEPS2BF16 would flush denormals).
+inline __m256i round_bf16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40)));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// exp(x) for x <= 0: x = n ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for e^r (as simd_impl.inc's
+// vexp_nonpositive) in nested FMAs, and 2^n by VSCALEFPS: 13 operations where the integer-exponent
+// form takes 17 (the weights' exp was a third of a 4096-token prefill's attention). Below -87 the result
+// is exp(-87), which adds nothing next to a row's maximum, exp(0) = 1.
+inline __m512 exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  return _mm512_scalef_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(p, r, one), r, one), n);  // 1 + r + r^2 p
+}
+
+// Lane x of the result is the max (kMax) or sum of the 16 lanes of v[x]: four rounds of pairing halves
+// (15 operations and 31 shuffles for 16 rows, where a reduction per row takes 4 operations and 5
+// shuffles). Each row's lanes are combined in a fixed order of their own.
+template <bool kMax>
+inline __m512 combine(__m512 a, __m512 b) {
+  return kMax ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b);
+}
+
+template <bool kMax>
+inline __m512 reduce_rows(const __m512* v) {
+  __m512 w[8], u[4], t[2];
+  for (int i = 0; i < 8; ++i)  // row 2i's 128-bit quarters (0 op 2, 1 op 3) in quarters 0, 1; row 2i + 1's in 2, 3
+    w[i] = combine<kMax>(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                         _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+  for (int i = 0; i < 4; ++i)  // quarter j: row 4i + j's four partial lanes
+    u[i] = combine<kMax>(_mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0x88),
+                         _mm512_shuffle_f32x4(w[2 * i], w[2 * i + 1], 0xdd));
+  for (int i = 0; i < 2; ++i)  // quarter j: two lanes of row 8i + j, then two of row 8i + 4 + j
+    t[i] =
+        combine<kMax>(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44), _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xee));
+  // lane 4j + s: row j + 4s
+  const __m512 r = combine<kMax>(_mm512_shuffle_ps(t[0], t[1], 0x88), _mm512_shuffle_ps(t[0], t[1], 0xdd));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+// One chunk's online-softmax step for a block of 16 rows (row x: cnt[x] scores at score + x * kChunk,
+// running max m[x], denominator l[x], numerator acc + x * d): the chunk's maximum of the scaled scores,
+// the rescale where it rises, the weights exp(s - m) summed into l and rounded to bf16 into the row's
+// P (positions past cnt[x] zero). Each row's arithmetic is its own: lanes of the block's vectors never
+// mix rows, and a row of no visible position keeps m = -inf, l = 0 and weights 0.
+inline void softmax_block(const float* score, const int64_t* cnt, float scale, float* m, float* l, float* acc,
+                          int64_t d, uint16_t* p) {
+  alignas(64) float alpha[kBlock], m_row[kBlock];
+  __m512 part[kBlock];  // per row: lane-wise maxima, then lane-wise sums
+  const __m512 sc = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t x = 0; x < kBlock; ++x) {
+    const float* sr = score + x * kChunk;
+    __m512 mx = ninf;
+    for (int q = 0; q < 4; ++q) {
+      const __mmask16 k = first_n(cnt[x] - 16 * q);
+      mx = _mm512_mask_max_ps(mx, k, mx, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc));
+    }
+    part[x] = mx;
+  }
+  const __m512 m_old = _mm512_loadu_ps(m), m_new = _mm512_max_ps(m_old, reduce_rows<true>(part));
+  const __mmask16 seen = _mm512_cmp_ps_mask(m_new, ninf, _CMP_NEQ_OQ);  // unseen rows: exp(0) = 1
+  const __m512 a = exp_nonpositive(_mm512_maskz_sub_ps(seen, m_old, m_new));
+  _mm512_store_ps(alpha, a);
+  _mm512_storeu_ps(m, m_new);
+  _mm512_store_ps(m_row, m_new);
+  for (int64_t x = 0; x < kBlock; ++x) {
+    if (alpha[x] != 1.0f) {  // the maximum rose: rescale what was summed under the old one
+      const __m512 ax = _mm512_set1_ps(alpha[x]);
+      float* ar = acc + x * d;
+      for (int64_t e = 0; e < d; e += 16) _mm512_storeu_ps(ar + e, _mm512_mul_ps(_mm512_loadu_ps(ar + e), ax));
+    }
+    const float* sr = score + x * kChunk;
+    const __m512 neg_m = _mm512_set1_ps(-m_row[x]);
+    __m512 w[4];
+    for (int q = 0; q < 4; ++q) {
+      const __mmask16 k = first_n(cnt[x] - 16 * q);
+      w[q] = _mm512_maskz_mov_ps(k, exp_nonpositive(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc, neg_m)));
+    }
+    part[x] = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
+    _mm512_store_si512(p + x * kChunk, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[1], w[0])));
+    _mm512_store_si512(p + x * kChunk + 32, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[3], w[2])));
+  }
+  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l), a), reduce_rows<false>(part)));
+}
+
 // Row r of an item as in attention.cpp: kv head h0 + r / head_rows, query i0 + (r % head_rows) / group.
-// Each kv head's rows are padded to whole row blocks (rows16) in the bf16 query and weight buffers.
-void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const AttnItem& it, const uint16_t* panels) {
+// Each kv head's rows are padded to whole row blocks (rows16): a row's state, its bf16 query and its
+// weights sit at its padded index hh * rows16 + x; padding rows see no position.
+void run_item(const AttnJob& job, const AttnSeq& s, const AttnItem& it, const uint16_t* panels) {
   const int64_t d = job.d, group = job.hq / job.hk, nq = it.i1 - it.i0, nh = it.h1 - it.h0;
-  const int64_t head_rows = nq * group, rows = nh * head_rows, rows16 = (head_rows + kBlock - 1) / kBlock * kBlock;
-  thread_local std::vector<float> state_buf, score_buf, tmp_buf;
-  float* m = scratch(state_buf, static_cast<size_t>(rows * (d + 2)));
-  float* l = m + rows;
-  float* acc = l + rows;                                                            // [rows, d]
+  const int64_t head_rows = nq * group, rows16 = (head_rows + kBlock - 1) / kBlock * kBlock, padded = nh * rows16;
+  thread_local std::vector<float> state_buf, score_buf;
+  float* state = scratch_aligned(state_buf, static_cast<size_t>(padded * (d + 2)));
+  float* acc = state;  // [padded, d]
+  float* m = acc + padded * d;
+  float* l = m + padded;
   float* score = scratch_aligned(score_buf, static_cast<size_t>(rows16 * kChunk));  // [rows16, kChunk]
-  float* pv = scratch_aligned(tmp_buf, static_cast<size_t>(rows16 * d));            // [rows16, d]
   thread_local std::vector<uint16_t> qb_buf, pb_buf;
-  uint16_t* qb = scratch_aligned(qb_buf, static_cast<size_t>(nh * rows16 * d));  // [nh, rows16, d]
+  uint16_t* qb = scratch_aligned(qb_buf, static_cast<size_t>(padded * d));       // [padded, d]
   uint16_t* pb = scratch_aligned(pb_buf, static_cast<size_t>(rows16 * kChunk));  // [rows16, kChunk]
   thread_local std::vector<int64_t> index_buf;
-  int64_t* visible = scratch(index_buf, static_cast<size_t>(3 * rows));
-  int64_t* count = visible + rows;
-  int64_t* q_off = count + rows;  // the row's offset in q and out
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t hh = it.h0 + r / head_rows, x = r % head_rows, i = it.i0 + x / group;
-    visible[r] = s.past + i + 1;
-    q_off[r] = ((s.q_row0 + i) * job.hq + hh * group + x % group) * d;
-    m[r] = -std::numeric_limits<float>::infinity();
-    l[r] = 0.0f;
-    uint16_t* qr = qb + ((r / head_rows) * rows16 + x) * d;
-    for (int64_t e = 0; e < d; ++e) qr[e] = f32_to_bf16(job.q[q_off[r] + e]);
+  int64_t* visible = scratch(index_buf, static_cast<size_t>(3 * padded));
+  int64_t* count = visible + padded;
+  int64_t* q_off = count + padded;  // the row's offset in q and out
+  std::fill(acc, acc + padded * d, 0.0f);
+  std::fill(m, m + padded, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + padded, 0.0f);
+  for (int64_t hh = 0; hh < nh; ++hh) {
+    for (int64_t x = 0; x < rows16; ++x) {
+      const int64_t pr = hh * rows16 + x, i = it.i0 + x / group;
+      uint16_t* qr = qb + pr * d;
+      if (x >= head_rows) {
+        visible[pr] = 0;
+        std::memset(qr, 0, static_cast<size_t>(d) * 2);
+        continue;
+      }
+      visible[pr] = s.past + i + 1;
+      q_off[pr] = ((s.q_row0 + i) * job.hq + (it.h0 + hh) * group + x % group) * d;
+      for (int64_t e = 0; e < d; e += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + e), round_bf16(_mm512_loadu_ps(job.q + q_off[pr] + e)));
+    }
   }
-  for (int64_t hh = 0; hh < nh; ++hh)
-    std::memset(qb + (hh * rows16 + head_rows) * d, 0, static_cast<size_t>((rows16 - head_rows) * d) * 2);
-  std::fill(acc, acc + rows * d, 0.0f);
   amx_configure(amx_full_tiles());
 
   const int64_t max_visible = s.past + it.i1, seq_len = s.past + s.q_len;
@@ -178,43 +301,34 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
     const int64_t pv_steps = std::min(p0 + kChunk, seq_len) - p0 > 32 ? 2 : 1;
     // Queries that see the chunk are [first, i1): visible past + i + 1 > p0.
     const int64_t first = std::max(it.i0, p0 - s.past);
-    const int64_t x0 = (first - it.i0) * group, rb0 = x0 / kBlock * kBlock;
+    const int64_t rb0 = (first - it.i0) * group / kBlock * kBlock;  // the first row block seeing the chunk
+    for (int64_t pr = 0; pr < padded; ++pr) count[pr] = std::clamp<int64_t>(std::min(p1, visible[pr]) - p0, 0, kChunk);
     for (int64_t hh = 0; hh < nh; ++hh) {
       const uint16_t* kp = panels + (c * job.hk + it.h0 + hh) * panel_elems(d);
       const uint16_t* vp = kp + kChunk * d;
-      const int64_t r0 = hh * head_rows + x0;  // the item's first row seeing the chunk
+      const int64_t base = hh * rows16;
       amx_compiler_barrier();
-      tile_rows(qb + hh * rows16 * d, d, rb0, rows16, kp, 4, score_tiles, d / 32, score, kChunk);
+      tile_rows<false>(qb + base * d, d, rb0, rows16, kp, 4, score_tiles, d / 32, score, kChunk);
       amx_compiler_barrier();
-      for (int64_t r = r0; r < (hh + 1) * head_rows; ++r) count[r] = std::min(p1, visible[r]) - p0;
-      sk.softmax_chunk_rows(score + x0 * kChunk, kChunk, head_rows - x0, count + r0, job.scale, m + r0, l + r0,
-                            acc + r0 * d, d);
-      for (int64_t x = rb0; x < rows16; ++x) {
-        const float* sr = score + x * kChunk;
-        const int64_t cnt = x >= x0 && x < head_rows ? count[hh * head_rows + x] : 0;
-        __m512 w[4];
-        for (int q = 0; q < 4; ++q) w[q] = _mm512_maskz_loadu_ps(first_n(cnt - 16 * q), sr + 16 * q);
-        _mm512_store_si512(pb + x * kChunk, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[1], w[0])));
-        _mm512_store_si512(pb + x * kChunk + 32, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[3], w[2])));
-      }
+      for (int64_t xb = rb0; xb < rows16; xb += kBlock)
+        softmax_block(score + xb * kChunk, count + base + xb, job.scale, m + base + xb, l + base + xb,
+                      acc + (base + xb) * d, d, pb + xb * kChunk);
       amx_compiler_barrier();
-      tile_rows(pb, kChunk, rb0, rows16, vp, d / 16, d / 16, pv_steps, pv, d);
+      tile_rows<true>(pb, kChunk, rb0, rows16, vp, d / 16, d / 16, pv_steps, acc + base * d, d);
       amx_compiler_barrier();
-      for (int64_t x = x0; x < head_rows; ++x) {
-        float* a = acc + (hh * head_rows + x) * d;
-        const float* t = pv + x * d;
-        for (int64_t e = 0; e < d; e += 16)
-          _mm512_storeu_ps(a + e, _mm512_add_ps(_mm512_loadu_ps(a + e), _mm512_loadu_ps(t + e)));
-      }
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    float* out = job.out + q_off[r];
-    const float* a = acc + r * d;
-    if (l[r] > 0.0f) {
-      for (int64_t e = 0; e < d; ++e) out[e] = a[e] / l[r];
-    } else {  // no visible position: the reference's empty softmax gives zeros
-      std::fill(out, out + d, 0.0f);
+  for (int64_t hh = 0; hh < nh; ++hh) {
+    for (int64_t x = 0; x < head_rows; ++x) {
+      const int64_t pr = hh * rows16 + x;
+      float* out = job.out + q_off[pr];
+      const float* a = acc + pr * d;
+      if (l[pr] > 0.0f) {
+        const __m512 inv = _mm512_set1_ps(1.0f / l[pr]);  // VDIVPS would cost more than the rest of the row
+        for (int64_t e = 0; e < d; e += 16) _mm512_storeu_ps(out + e, _mm512_mul_ps(_mm512_loadu_ps(a + e), inv));
+      } else {  // no visible position: the reference's empty softmax gives zeros
+        std::fill(out, out + d, 0.0f);
+      }
     }
   }
 }
@@ -239,10 +353,9 @@ void amx_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count, const
       pack_panel(job, seqs[sidx], g - first_chunk[sidx], hh, panels + idx * elems);
     }
   });
-  const SimdKernels& sk = simd();
   parallel_balanced(cost_before, total, [&](size_t i) {
     const AttnItem& it = items[i];
-    run_item(sk, job, seqs[it.seq], it, panels + first_chunk[it.seq] * job.hk * elems);
+    run_item(job, seqs[it.seq], it, panels + first_chunk[it.seq] * job.hk * elems);
   });
 }
 
