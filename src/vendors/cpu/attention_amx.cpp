@@ -23,7 +23,12 @@
 // Where the time went (dense 4096-token prefill, Sapphire Rapids, rdtsc per phase): with the f32 path's
 // per-row softmax, a P @ V added to the numerator from memory and scalar q rounding and division, the
 // tiles took 35% and the rest 65%; softmax_block, P @ V onto loaded C tiles and vector rounding and
-// division took the attention from 1335 to 937 ms over 6 layers (512 tokens: 45 to 27 ms).
+// division took the attention from 1335 to 937 ms over 6 layers (512 tokens: 45 to 27 ms). The weights'
+// exp in base 2 on VREDUCEPS / VSCALEFPS (exp2_lanes) took the softmax's share from 42% to 38% (the attention
+// 1.04-1.08x, alternated). With the tiles alone (softmax skipped) a 4096-token call (hq 32, hk 4, two
+// threads) took 67-77 ms, with the softmax
+// alone 49-53, together 111-117: the two do not overlap, and issuing a row group's score tiles between
+// the previous group's softmax blocks changed nothing.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -85,11 +90,18 @@ void pack_panel(const AttnJob& job, const AttnSeq& s, int64_t c, int64_t hh, uin
 }  // namespace
 
 bool amx_attention_applies(const AttnJob& job) {
-  return job.bf16_dots && job.d % 32 == 0 && active_isa() == Isa::Amx && amx_supported();
+  if (!job.bf16_dots || job.d % 32 != 0 || active_isa() != Isa::Amx || !amx_supported()) return false;
+#if OPCHAIN_CPU_X86
+  // VREDUCEPS (the weights' 2^f) is AVX512DQ, which every AMX CPU has but the tier does not check.
+  static const bool dq = (__builtin_cpu_init(), __builtin_cpu_supports("avx512dq"));
+  return dq;
+#else
+  return false;
+#endif
 }
 
 #if OPCHAIN_CPU_X86
-OPCHAIN_TARGET_BEGIN("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")
+OPCHAIN_TARGET_BEGIN("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx2,fma,f16c")
 namespace {
 
 inline __mmask16 first_n(int64_t n) {
@@ -164,24 +176,18 @@ inline __m256i round_bf16(__m512 x) {
   return _mm512_cvtepi32_epi16(r);
 }
 
-// exp(x) for x <= 0: x = n ln2 + r (|r| <= ln2/2), Cephes' degree-6 polynomial for e^r (as simd_impl.inc's
-// vexp_nonpositive) in nested FMAs, and 2^n by VSCALEFPS: 13 operations where the integer-exponent
-// form takes 17 (the weights' exp was a third of a 4096-token prefill's attention). Below -87 the result
-// is exp(-87), which adds nothing next to a row's maximum, exp(0) = 1.
-inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 one = _mm512_set1_ps(1.0f);
-  return _mm512_scalef_ps(_mm512_fmadd_ps(_mm512_fmadd_ps(p, r, one), r, one), n);  // 1 + r + r^2 p
+// 2^t on the lanes in k (the others 0). VREDUCEPS gives f = t - floor(t) in [0, 1), a degree-4 fit of
+// 2^f with the constant term exactly 1 (relative error 8.6e-6, against the 2^-9 of the bf16 rounding
+// every weight then takes; 2^0 is exactly 1, so a row whose maximum holds keeps alpha == 1), and
+// VSCALEFPS multiplies by 2^floor(t): 6 operations where an exp with Cephes' degree-6 polynomial took 14
+// (the softmax was 42% of a 4096-token prefill's attention). t must not be -inf or NaN.
+inline __m512 exp2_lanes(__mmask16 k, __m512 t) {
+  const __m512 f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.013180243782699108f), f, _mm512_set1_ps(0.052607644349336624f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24114499986171722f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6930499076843262f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(k, p, t);
 }
 
 // Lane x of the result is the max (kMax) or sum of the 16 lanes of v[x]: four rounds of pairing halves
@@ -211,14 +217,16 @@ inline __m512 reduce_rows(const __m512* v) {
 
 // One chunk's online-softmax step for a block of 16 rows (row x: cnt[x] scores at score + x * kChunk,
 // running max m[x], denominator l[x], numerator acc + x * d): the chunk's maximum of the scaled scores,
-// the rescale where it rises, the weights exp(s - m) summed into l and rounded to bf16 into the row's
-// P (positions past cnt[x] zero). Each row's arithmetic is its own: lanes of the block's vectors never
+// the rescale where it rises, the weights 2^(s - m) summed into l and rounded to bf16 into the row's P
+// (positions past cnt[x] zero). Scores are scaled by scale * log2(e), so m is in base-2 units and the
+// weights are e^(scale s - max). Each row's arithmetic is its own: lanes of the block's vectors never
 // mix rows, and a row of no visible position keeps m = -inf, l = 0 and weights 0.
 inline void softmax_block(const float* score, const int64_t* cnt, float scale, float* m, float* l, float* acc,
                           int64_t d, uint16_t* p) {
   alignas(64) float alpha[kBlock], m_row[kBlock];
   __m512 part[kBlock];  // per row: lane-wise maxima, then lane-wise sums
-  const __m512 sc = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 sc = _mm512_set1_ps(scale * 1.44269504088896341f);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t x = 0; x < kBlock; ++x) {
     const float* sr = score + x * kChunk;
     __m512 mx = ninf;
@@ -229,8 +237,9 @@ inline void softmax_block(const float* score, const int64_t* cnt, float scale, f
     part[x] = mx;
   }
   const __m512 m_old = _mm512_loadu_ps(m), m_new = _mm512_max_ps(m_old, reduce_rows<true>(part));
-  const __mmask16 seen = _mm512_cmp_ps_mask(m_new, ninf, _CMP_NEQ_OQ);  // unseen rows: exp(0) = 1
-  const __m512 a = exp_nonpositive(_mm512_maskz_sub_ps(seen, m_old, m_new));
+  const __mmask16 seen = _mm512_cmp_ps_mask(m_new, ninf, _CMP_NEQ_OQ);  // unseen rows: 2^0 = 1
+  // A first visible chunk has m_old = -inf: its alpha (which scales zeros) is 2^-200 = 0.
+  const __m512 a = exp2_lanes(0xffff, _mm512_max_ps(_mm512_maskz_sub_ps(seen, m_old, m_new), _mm512_set1_ps(-200.0f)));
   _mm512_store_ps(alpha, a);
   _mm512_storeu_ps(m, m_new);
   _mm512_store_ps(m_row, m_new);
@@ -245,7 +254,7 @@ inline void softmax_block(const float* score, const int64_t* cnt, float scale, f
     __m512 w[4];
     for (int q = 0; q < 4; ++q) {
       const __mmask16 k = first_n(cnt[x] - 16 * q);
-      w[q] = _mm512_maskz_mov_ps(k, exp_nonpositive(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc, neg_m)));
+      w[q] = exp2_lanes(k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc, neg_m));
     }
     part[x] = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
     _mm512_store_si512(p + x * kChunk, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[1], w[0])));
