@@ -486,11 +486,11 @@ TEST(CpuBatchInvariance, PagedPrefillAttention) {
 
 // Each sequence alone == the same sequence in a batch, bit for bit, on every tier: at F32 (the f32
 // loops, an odd head dim) and at Bf16 with a head dim of 64 (Note [AMX attention] on Isa::Amx, where
-// chunks of 64 positions and query tiles of 16 split the sequences differently in the two calls).
+// chunks of 128 positions and query tiles of 16 split the sequences differently in the two calls).
 TEST(CpuBatchInvariance, PrefillAttention) {
   EnvGuard guard;
   std::mt19937 g(13);
-  const std::vector<SeqLens> seqs = {{9, 9}, {137, 137}, {1, 1}, {70, 70}};
+  const std::vector<SeqLens> seqs = {{9, 9}, {137, 137}, {1, 1}, {70, 70}, {300, 300}};
   for (const auto& [prec, d] :
        {std::pair{MatmulPrecision::F32, int64_t{33}}, std::pair{MatmulPrecision::Bf16, int64_t{64}}})
     for (cpu::Isa isa : supported_isas()) {

@@ -4,9 +4,9 @@
 // at 4096 tokens the f32 loops of attention.cpp were ~60% of a prefill, at half the FMA peak.
 //
 // Per call, each sequence's keys and values are rounded to bf16 (RNE; a bf16 cache is copied) into
-// panels of 64 absolute kv positions per kv head, already in tile order: a key panel is 16 (d/32 x 4)
+// panels of 128 absolute kv positions per kv head, already in tile order: a key panel is (d/32 x 8)
 // B tiles whose column n is position 16 * nt + n and whose row r holds head dims (32 ks + 2r, +1); a
-// value panel is (2 x d/16) B tiles whose row r holds positions (32 ks + 2r, +1) of head dims
+// value panel is (4 x d/16) B tiles whose row r holds positions (32 ks + 2r, +1) of head dims
 // 16 dt + n. Positions past the sequence's end are zero. A work item (as attention.cpp makes them)
 // rounds its query rows to bf16 once; per chunk and kv head, the scores of its rows are C tiles
 // (2 row blocks x 2 position tiles at a time); the online-softmax step runs on 16 rows at once
@@ -16,7 +16,7 @@
 //
 // Batch invariance (Note [cpu kernels]) holds as on the f32 path: chunks are absolute, every C element
 // is its own row's product over the whole chunk in a fixed k order, a vector lane never mixes rows, and
-// a chunk's P @ V takes one or two k steps by the sequence's length alone, never the item's. The
+// a chunk's P @ V takes one to four k steps by the sequence's length alone, never the item's. The
 // results differ from the f32 path's (and the reference's) by the rounding of q, k, v and p to bf16:
 // 3-5e-3 of 1 + |out| at most on the kernel harness's random inputs, checked there at 1e-2.
 //
@@ -26,9 +26,14 @@
 // division took the attention from 1335 to 937 ms over 6 layers (512 tokens: 45 to 27 ms). The weights'
 // exp in base 2 on VREDUCEPS / VSCALEFPS (exp2_lanes) took the softmax's share from 42% to 38% (the attention
 // 1.04-1.08x, alternated). With the tiles alone (softmax skipped) a 4096-token call (hq 32, hk 4, two
-// threads) took 67-77 ms, with the softmax
-// alone 49-53, together 111-117: the two do not overlap, and issuing a row group's score tiles between
-// the previous group's softmax blocks changed nothing.
+// threads) took 67-77 ms, with the softmax alone 49-53, together 111-117: the two do not overlap, and
+// issuing a row group's score tiles between the previous group's softmax blocks changed nothing.
+//
+// Chunks of 128 positions, not 64: a stand-alone loop priced a 2 x 2 block at its products plus 150-250
+// cycles, and P @ V over 64 positions has only 8 products a block (~30% of the tile peak; 16 products
+// over 128 positions, ~47%). The softmax sums a row's weights as it goes (a tree over 8 vectors spilled
+// registers and took back the gain). Attention alternated against 64-position chunks: dense 4096 tokens
+// 928 / 926 -> 816 / 813 ms over 6 layers, MoE 544 -> 452 ms over 4, dense 512 tokens 1.05x.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -47,9 +52,11 @@ namespace opchain::cpu {
 
 namespace {
 
-constexpr int64_t kChunk = 64;  // kv positions per online-softmax step: absolute [64c, 64c + 64)
-constexpr int64_t kTile = 512;  // bf16 per tile: 16 rows x 32
-constexpr int64_t kBlock = 16;  // rows per tile
+constexpr int64_t kChunk = 128;               // kv positions per online-softmax step: absolute [128c, 128c + 128)
+constexpr int64_t kChunkTiles = kChunk / 16;  // a chunk's position tiles (score columns)
+constexpr int kChunkVecs = kChunk / 16;       // a row's scores in zmm vectors
+constexpr int64_t kTile = 512;                // bf16 per tile: 16 rows x 32
+constexpr int64_t kBlock = 16;                // rows per tile
 
 int64_t panel_elems(int64_t d) { return 2 * kChunk * d; }  // a key panel, then its value panel
 
@@ -81,7 +88,8 @@ void pack_panel(const AttnJob& job, const AttnSeq& s, int64_t c, int64_t hh, uin
       }
     }
     const int64_t nt = j / 16, col = j % 16;
-    for (int64_t e = 0; e < d; ++e) kp[(e / 32 * 4 + nt) * kTile + (e % 32) / 2 * 32 + col * 2 + (e & 1)] = kr[e];
+    for (int64_t e = 0; e < d; ++e)
+      kp[(e / 32 * kChunkTiles + nt) * kTile + (e % 32) / 2 * 32 + col * 2 + (e & 1)] = kr[e];
     const int64_t vrow = (j / 32) * vtiles * kTile + (j % 32) / 2 * 32 + (j & 1);
     for (int64_t e = 0; e < d; ++e) vp[vrow + e / 16 * kTile + e % 16 * 2] = vr[e];
   }
@@ -230,7 +238,7 @@ inline void softmax_block(const float* score, const int64_t* cnt, float scale, f
   for (int64_t x = 0; x < kBlock; ++x) {
     const float* sr = score + x * kChunk;
     __m512 mx = ninf;
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < kChunkVecs; ++q) {
       const __mmask16 k = first_n(cnt[x] - 16 * q);
       mx = _mm512_mask_max_ps(mx, k, mx, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc));
     }
@@ -251,14 +259,15 @@ inline void softmax_block(const float* score, const int64_t* cnt, float scale, f
     }
     const float* sr = score + x * kChunk;
     const __m512 neg_m = _mm512_set1_ps(-m_row[x]);
-    __m512 w[4];
-    for (int q = 0; q < 4; ++q) {
-      const __mmask16 k = first_n(cnt[x] - 16 * q);
-      w[q] = exp2_lanes(k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, sr + 16 * q), sc, neg_m));
+    __m512 sum = _mm512_setzero_ps();
+    for (int q = 0; q < kChunkVecs; q += 2) {
+      const __mmask16 k0 = first_n(cnt[x] - 16 * q), k1 = first_n(cnt[x] - 16 * q - 16);
+      const __m512 w0 = exp2_lanes(k0, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k0, sr + 16 * q), sc, neg_m));
+      const __m512 w1 = exp2_lanes(k1, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k1, sr + 16 * q + 16), sc, neg_m));
+      _mm512_store_si512(p + x * kChunk + 16 * q, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w1, w0)));
+      sum = _mm512_add_ps(sum, _mm512_add_ps(w0, w1));
     }
-    part[x] = _mm512_add_ps(_mm512_add_ps(w[0], w[1]), _mm512_add_ps(w[2], w[3]));
-    _mm512_store_si512(p + x * kChunk, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[1], w[0])));
-    _mm512_store_si512(p + x * kChunk + 32, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(w[3], w[2])));
+    part[x] = sum;
   }
   _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l), a), reduce_rows<false>(part)));
 }
@@ -306,8 +315,8 @@ void run_item(const AttnJob& job, const AttnSeq& s, const AttnItem& it, const ui
   for (int64_t c = 0; c * kChunk < max_visible; ++c) {
     const int64_t p0 = c * kChunk, p1 = std::min(p0 + kChunk, max_visible);
     const int64_t score_tiles = (p1 - p0 + 15) / 16;
-    // Weights past the sequence's end are zero, so one k step serves a chunk of at most 32 positions.
-    const int64_t pv_steps = std::min(p0 + kChunk, seq_len) - p0 > 32 ? 2 : 1;
+    // Weights past the sequence's end are zero: P @ V takes the k steps (32 positions each) up to it.
+    const int64_t pv_steps = (std::min(p0 + kChunk, seq_len) - p0 + 31) / 32;
     // Queries that see the chunk are [first, i1): visible past + i + 1 > p0.
     const int64_t first = std::max(it.i0, p0 - s.past);
     const int64_t rb0 = (first - it.i0) * group / kBlock * kBlock;  // the first row block seeing the chunk
@@ -317,7 +326,7 @@ void run_item(const AttnJob& job, const AttnSeq& s, const AttnItem& it, const ui
       const uint16_t* vp = kp + kChunk * d;
       const int64_t base = hh * rows16;
       amx_compiler_barrier();
-      tile_rows<false>(qb + base * d, d, rb0, rows16, kp, 4, score_tiles, d / 32, score, kChunk);
+      tile_rows<false>(qb + base * d, d, rb0, rows16, kp, kChunkTiles, score_tiles, d / 32, score, kChunk);
       amx_compiler_barrier();
       for (int64_t xb = rb0; xb < rows16; xb += kBlock)
         softmax_block(score + xb * kChunk, count + base + xb, job.scale, m + base + xb, l + base + xb,
