@@ -548,6 +548,38 @@ TEST(CpuAmxAttention, Bf16PrecisionRunsOnTheTilesOnlyWhereTheyApply) {
   }
 }
 
+// A single-query sequence (a decode row in a step that also prefills another sequence) keeps the f32
+// loops on Isa::Amx at Bf16, so its tokens do not depend on whether a batch-mate was prefilling; the
+// multi-query sequence beside it still takes the tiles.
+TEST(CpuAmxAttention, SingleQuerySequencesKeepTheF32Loops) {
+  EnvGuard guard;
+  const auto isas = supported_isas();
+  if (std::find(isas.begin(), isas.end(), cpu::Isa::Amx) == isas.end()) GTEST_SKIP() << "this CPU has no AMX";
+  ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
+  std::mt19937 g(23);
+  const std::vector<SeqLens> seqs = {{1, 40}, {20, 20}, {1, 300}, {1, 1}};
+  const int64_t bs = 16, hq = 8, hk = 2, d = 64;
+  AttnSetup s = make_attn(g, seqs, bs, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
+  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
+  Tensor f32 = Tensor::empty(DType::F32, {s.rows, hq, d}), bf16 = Tensor::empty(DType::F32, {s.rows, hq, d});
+  k.fn(PagedPrefillAttentionArgs{q, kc, vc, f32, 0.15f, s.meta.get(), MatmulPrecision::F32});
+  k.fn(PagedPrefillAttentionArgs{q, kc, vc, bf16, 0.15f, s.meta.get(), MatmulPrecision::Bf16});
+  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+    const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
+    const Tensor a = f32.slice_rows(start, start + len), t = bf16.slice_rows(start, start + len);
+    if (len == 1) {
+      EXPECT_EQ(std::memcmp(a.raw(), t.raw(), a.nbytes()), 0) << "single-query sequence " << b;
+    } else {
+      float worst = 0.0f;
+      for (int64_t i = 0; i < a.numel(); ++i)
+        worst = std::max(worst, std::fabs(t.data<float>()[i] - a.data<float>()[i]));
+      EXPECT_GT(worst, 1e-5f) << "sequence " << b << ": no bf16 rounding seen";
+    }
+  }
+}
+
 // ---- the same bits whatever the thread count ---------------------------------------------------
 
 TEST(CpuDeterminism, SameBitsForAnyThreadCount) {

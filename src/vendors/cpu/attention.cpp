@@ -194,7 +194,36 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
     }
   }
   if (amx_attention_applies(job)) {
-    amx_attention(job, seqs, count, items, cost_before, total);
+    // A sequence with one query (a decode row in a step that also prefills another sequence) keeps the
+    // f32 loops: in a decode-only step the same row runs the f32 decode kernel, and the tiles' bf16
+    // roundings (~1e-3) would make its tokens depend on whether a batch-mate was prefilling. The f32
+    // loops differ from that kernel only in summation order (~1e-7). Decided by the sequence alone.
+    thread_local std::vector<AttnItem> tile_items_buf;
+    thread_local std::vector<int64_t> tile_cost_buf, f32_cost_buf;
+    std::vector<AttnItem>& tile_items = tile_items_buf;
+    std::vector<int64_t>& tile_cost = tile_cost_buf;
+    std::vector<int64_t>& f32_cost = f32_cost_buf;
+    tile_items.clear();
+    tile_cost.clear();
+    f32_cost.clear();
+    int64_t tile_total = 0, f32_total = 0;
+    size_t f32_n = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const int64_t cost = (i + 1 < items.size() ? cost_before[i + 1] : total) - cost_before[i];
+      if (seqs[items[i].seq].q_len == 1) {
+        items[f32_n++] = items[i];  // compacted in place: f32_n <= i
+        f32_cost.push_back(f32_total);
+        f32_total += cost;
+      } else {
+        tile_items.push_back(items[i]);
+        tile_cost.push_back(tile_total);
+        tile_total += cost;
+      }
+    }
+    items.resize(f32_n);
+    if (!tile_items.empty()) amx_attention(job, seqs, count, tile_items, tile_cost, tile_total);
+    if (!items.empty())
+      parallel_balanced(f32_cost, f32_total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
     return;
   }
   parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
