@@ -457,14 +457,25 @@ TEST(CpuBatchInvariance, PagedDecodeAttention) {
   }
 }
 
+// Random queries and paged caches (blocks of bs positions) for a prefill over the cache.
+struct PagedPrefillInputs {
+  AttnSetup s;
+  Tensor q, kc, vc;
+};
+PagedPrefillInputs random_paged_prefill(std::mt19937& g, const std::vector<SeqLens>& seqs, int64_t bs, int64_t hq,
+                                        int64_t hk, int64_t d) {
+  AttnSetup s = make_attn(g, seqs, bs, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
+  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  return {std::move(s), q, kc, vc};
+}
+
 // Prefill over the cache: a sequence alone == the same sequence in a batch with others.
 TEST(CpuBatchInvariance, PagedPrefillAttention) {
   std::mt19937 g(9);
   const std::vector<SeqLens> seqs = {{5, 20}, {37, 60}, {1, 33}, {20, 20}};
-  const int64_t bs = 8, hq = 4, hk = 2, d = 40;
-  AttnSetup s = make_attn(g, seqs, bs, 0, false);
-  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
-  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  const int64_t hq = 4, d = 40;
+  auto [s, q, kc, vc] = random_paged_prefill(g, seqs, 8, hq, 2, d);
   const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
   Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
   k.fn(PagedPrefillAttentionArgs{q, kc, vc, full, 0.15f, s.meta.get()});
@@ -558,10 +569,8 @@ TEST(CpuAmxAttention, SingleQuerySequencesKeepTheF32Loops) {
   ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
   std::mt19937 g(23);
   const std::vector<SeqLens> seqs = {{1, 40}, {20, 20}, {1, 300}, {1, 1}};
-  const int64_t bs = 16, hq = 8, hk = 2, d = 64;
-  AttnSetup s = make_attn(g, seqs, bs, 0, false);
-  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
-  Tensor kc = rand_f32(g, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f), vc = rand_f32(g, {s.num_blocks, bs, hk, d});
+  const int64_t hq = 8, d = 64;
+  auto [s, q, kc, vc] = random_paged_prefill(g, seqs, 16, hq, 2, d);
   const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
   Tensor f32 = Tensor::empty(DType::F32, {s.rows, hq, d}), bf16 = Tensor::empty(DType::F32, {s.rows, hq, d});
   k.fn(PagedPrefillAttentionArgs{q, kc, vc, f32, 0.15f, s.meta.get(), MatmulPrecision::F32});
