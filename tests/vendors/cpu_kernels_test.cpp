@@ -420,6 +420,18 @@ TEST(CpuFusedMoe, Bf16EqualsItsStepKernelsChained) {
   }
 }
 
+// The metadata of sequence b of `meta` alone: batch 1, its own lengths and block table row.
+AttnMetadata sequence_alone(const AttnMetadata& meta, int64_t b) {
+  AttnMetadata m = meta;
+  m.batch_size = 1;
+  m.num_tokens = meta.q_seqlens.data<int32_t>()[b];
+  m.kv_seqlens = meta.kv_seqlens.slice_rows(b, b + 1);
+  m.q_seqlens = meta.q_seqlens.slice_rows(b, b + 1);
+  m.q_start_loc = i32_tensor({0});
+  m.block_tables = meta.block_tables.slice_rows(b, b + 1).reshape({1, meta.block_tables.size(1)});
+  return m;
+}
+
 // Decode: sequence r alone (its own block table row) == sequence r among 37, on every SIMD path, f32
 // and bf16 caches, with lengths past the kv segments the cpu kernel merges (Note [decode attention]).
 TEST(CpuBatchInvariance, PagedDecodeAttention) {
@@ -430,7 +442,6 @@ TEST(CpuBatchInvariance, PagedDecodeAttention) {
   const int64_t bs = 16, hq = 8, hk = 2, d = 64;
   AttnSetup s = make_attn(g, seqs, bs, 0, true);
   Tensor q = rand_f32(g, {kBatch, hq, d}, -2.0f, 2.0f);
-  const int64_t max_blocks = s.meta->block_tables.size(1);
   for (DType dt : {DType::F32, DType::BF16}) {
     Tensor kc = rand_tensor(g, dt, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f),
            vc = rand_tensor(g, dt, {s.num_blocks, bs, hk, d});
@@ -440,13 +451,7 @@ TEST(CpuBatchInvariance, PagedDecodeAttention) {
       Tensor full = Tensor::empty(DType::F32, {kBatch, hq, d});
       k.fn(PagedDecodeAttentionArgs{q, kc, vc, full, 0.125f, s.meta.get()});
       for (int64_t r : kProbeRows) {
-        AttnMetadata m = *s.meta;
-        m.batch_size = 1;
-        m.num_tokens = 1;
-        m.kv_seqlens = s.meta->kv_seqlens.slice_rows(r, r + 1);
-        m.q_seqlens = s.meta->q_seqlens.slice_rows(r, r + 1);
-        m.q_start_loc = i32_tensor({0});
-        m.block_tables = s.meta->block_tables.slice_rows(r, r + 1).reshape({1, max_blocks});
+        const AttnMetadata m = sequence_alone(*s.meta, r);
         Tensor one = Tensor::empty(DType::F32, {1, hq, d});
         k.fn(PagedDecodeAttentionArgs{q.slice_rows(r, r + 1), kc, vc, one, 0.125f, &m});
         EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0)
@@ -479,16 +484,9 @@ TEST(CpuBatchInvariance, PagedPrefillAttention) {
   const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
   Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
   k.fn(PagedPrefillAttentionArgs{q, kc, vc, full, 0.15f, s.meta.get()});
-  const int64_t max_blocks = s.meta->block_tables.size(1);
   for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
     const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
-    AttnMetadata m = *s.meta;
-    m.batch_size = 1;
-    m.num_tokens = len;
-    m.kv_seqlens = s.meta->kv_seqlens.slice_rows(b, b + 1);
-    m.q_seqlens = s.meta->q_seqlens.slice_rows(b, b + 1);
-    m.q_start_loc = i32_tensor({0});
-    m.block_tables = s.meta->block_tables.slice_rows(b, b + 1).reshape({1, max_blocks});
+    const AttnMetadata m = sequence_alone(*s.meta, b);
     Tensor one = Tensor::empty(DType::F32, {len, hq, d});
     k.fn(PagedPrefillAttentionArgs{q.slice_rows(start, start + len), kc, vc, one, 0.15f, &m});
     EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(start, start + len).raw(), one.nbytes()), 0) << "sequence " << b;
@@ -559,33 +557,40 @@ TEST(CpuAmxAttention, Bf16PrecisionRunsOnTheTilesOnlyWhereTheyApply) {
   }
 }
 
-// A single-query sequence (a decode row in a step that also prefills another sequence) keeps the f32
-// loops on Isa::Amx at Bf16, so its tokens do not depend on whether a batch-mate was prefilling; the
-// multi-query sequence beside it still takes the tiles.
-TEST(CpuAmxAttention, SingleQuerySequencesKeepTheF32Loops) {
+// A single-query sequence of a prefill over the cache (a decode row in a step that also prefills another
+// sequence) gives the bits paged_decode_attention gives it in a decode-only step, on every tier, with
+// f32 and bf16 caches and at both precisions (on Isa::Amx at Bf16 the multi-query sequences beside it
+// take the tiles); lengths past one kv segment of the decode kernel included.
+TEST(CpuBatchInvariance, SingleQuerySequencesOfAPrefillEqualDecode) {
   EnvGuard guard;
-  const auto isas = supported_isas();
-  if (std::find(isas.begin(), isas.end(), cpu::Isa::Amx) == isas.end()) GTEST_SKIP() << "this CPU has no AMX";
-  ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
   std::mt19937 g(23);
-  const std::vector<SeqLens> seqs = {{1, 40}, {20, 20}, {1, 300}, {1, 1}};
-  const int64_t hq = 8, d = 64;
-  auto [s, q, kc, vc] = random_paged_prefill(g, seqs, 16, hq, 2, d);
-  const auto k = cpu_kernel<OpType::PagedPrefillAttention>(DType::F32);
-  Tensor f32 = Tensor::empty(DType::F32, {s.rows, hq, d}), bf16 = Tensor::empty(DType::F32, {s.rows, hq, d});
-  k.fn(PagedPrefillAttentionArgs{q, kc, vc, f32, 0.15f, s.meta.get(), MatmulPrecision::F32});
-  k.fn(PagedPrefillAttentionArgs{q, kc, vc, bf16, 0.15f, s.meta.get(), MatmulPrecision::Bf16});
-  for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
-    const int64_t start = s.meta->q_start_loc.data<int32_t>()[b], len = seqs[static_cast<size_t>(b)].q_len;
-    const Tensor a = f32.slice_rows(start, start + len), t = bf16.slice_rows(start, start + len);
-    if (len == 1) {
-      EXPECT_EQ(std::memcmp(a.raw(), t.raw(), a.nbytes()), 0) << "single-query sequence " << b;
-    } else {
-      float worst = 0.0f;
-      for (int64_t i = 0; i < a.numel(); ++i)
-        worst = std::max(worst, std::fabs(t.data<float>()[i] - a.data<float>()[i]));
-      EXPECT_GT(worst, 1e-5f) << "sequence " << b << ": no bf16 rounding seen";
-    }
+  const std::vector<SeqLens> seqs = {{1, 40}, {20, 20}, {1, 2100}, {1, 1}, {33, 70}, {1, 1024}};
+  const int64_t bs = 16, hq = 8, hk = 2, d = 64;
+  AttnSetup s = make_attn(g, seqs, bs, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor kc = rand_tensor(g, dt, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f),
+           vc = rand_tensor(g, dt, {s.num_blocks, bs, hk, d});
+    const auto prefill = cpu_kernel<OpType::PagedPrefillAttention>(dt);
+    const auto decode = cpu_kernel<OpType::PagedDecodeAttention>(dt);
+    for (cpu::Isa isa : supported_isas())
+      for (MatmulPrecision prec : {MatmulPrecision::F32, MatmulPrecision::Bf16}) {
+        SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(matmul_precision_name(prec)) + " " +
+                     std::string(dtype_name(dt)) + " cache");
+        ASSERT_TRUE(cpu::set_active_isa(isa));
+        Tensor full = Tensor::empty(DType::F32, {s.rows, hq, d});
+        prefill.fn(PagedPrefillAttentionArgs{q, kc, vc, full, 0.15f, s.meta.get(), prec});
+        for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+          if (seqs[static_cast<size_t>(b)].q_len != 1) continue;
+          const int64_t row = s.meta->q_start_loc.data<int32_t>()[b];
+          AttnMetadata m = sequence_alone(*s.meta, b);
+          m.is_decoding = true;
+          Tensor one = Tensor::empty(DType::F32, {1, hq, d});
+          decode.fn(PagedDecodeAttentionArgs{q.slice_rows(row, row + 1), kc, vc, one, 0.15f, &m});
+          EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(row, row + 1).raw(), one.nbytes()), 0)
+              << "single-query sequence " << b << " (kv " << seqs[static_cast<size_t>(b)].kv_len << ")";
+        }
+      }
   }
 }
 

@@ -155,14 +155,40 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
 
 }  // namespace
 
+AttnJob paged_attention_job(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                            float scale, const AttnMetadata& meta) {
+  AttnJob job;
+  job.q = q.data<float>();
+  job.out = out.data<float>();
+  job.hq = q.size(1);
+  job.hk = k_cache.size(2);
+  job.d = q.size(2);
+  job.scale = scale;
+  job.k = k_cache.raw();
+  job.v = v_cache.raw();
+  job.kv_dtype = k_cache.dtype();
+  job.paged = true;
+  job.block_size = k_cache.size(1);
+  job.block_tables = meta.block_tables.data<int32_t>();
+  job.max_blocks = meta.block_tables.size(1);
+  return job;
+}
+
 void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
   if (job.hk <= 0 || job.hq <= 0 || job.d <= 0) return;
+  thread_local std::vector<AttnSeq> single_buf;
+  std::vector<AttnSeq>& single = single_buf;
+  single.clear();
+  for (int64_t i = 0; i < count; ++i)
+    if (seqs[i].q_len == 1) single.push_back(seqs[i]);
+  if (!single.empty()) decode_attention(job, single.data(), static_cast<int64_t>(single.size()));
   const SimdKernels& sk = simd();
   const int64_t group = job.hq / job.hk;
   // kv heads per item: all of them (each position's rows read contiguously) unless the pool needs more
   // items, or the item's state would grow past kMaxItemRows rows. The split never changes a result.
   int64_t tiles = 0, tile_q = 1;
   for (int64_t i = 0; i < count; ++i) {
+    if (seqs[i].q_len == 1) continue;
     tiles += (seqs[i].q_len + kQueryTile - 1) / kQueryTile;
     tile_q = std::max(tile_q, std::min(seqs[i].q_len, kQueryTile));
   }
@@ -181,6 +207,7 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
   int64_t total = 0;
   for (int64_t sidx = 0; sidx < count; ++sidx) {
     const AttnSeq& s = seqs[sidx];
+    if (s.q_len == 1) continue;  // decode_attention's, above
     for (int64_t h0 = 0; h0 < job.hk; h0 += heads_per_item) {
       const int64_t h1 = std::min(h0 + heads_per_item, job.hk);
       for (int64_t i0 = 0; i0 < s.q_len; i0 += kQueryTile) {
@@ -193,37 +220,9 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
       }
     }
   }
+  if (items.empty()) return;
   if (amx_attention_applies(job)) {
-    // A sequence with one query (a decode row in a step that also prefills another sequence) keeps the
-    // f32 loops: in a decode-only step the same row runs the f32 decode kernel, and the tiles' bf16
-    // roundings (~1e-3) would make its tokens depend on whether a batch-mate was prefilling. The f32
-    // loops differ from that kernel only in summation order (~1e-7). Decided by the sequence alone.
-    thread_local std::vector<AttnItem> tile_items_buf;
-    thread_local std::vector<int64_t> tile_cost_buf, f32_cost_buf;
-    std::vector<AttnItem>& tile_items = tile_items_buf;
-    std::vector<int64_t>& tile_cost = tile_cost_buf;
-    std::vector<int64_t>& f32_cost = f32_cost_buf;
-    tile_items.clear();
-    tile_cost.clear();
-    f32_cost.clear();
-    int64_t tile_total = 0, f32_total = 0;
-    size_t f32_n = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      const int64_t cost = (i + 1 < items.size() ? cost_before[i + 1] : total) - cost_before[i];
-      if (seqs[items[i].seq].q_len == 1) {
-        items[f32_n++] = items[i];  // compacted in place: f32_n <= i
-        f32_cost.push_back(f32_total);
-        f32_total += cost;
-      } else {
-        tile_items.push_back(items[i]);
-        tile_cost.push_back(tile_total);
-        tile_total += cost;
-      }
-    }
-    items.resize(f32_n);
-    if (!tile_items.empty()) amx_attention(job, seqs, count, tile_items, tile_cost, tile_total);
-    if (!items.empty())
-      parallel_balanced(f32_cost, f32_total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
+    amx_attention(job, seqs, count, items, cost_before, total);
     return;
   }
   parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });

@@ -1,11 +1,14 @@
 #pragma once
-// The attention driver shared by prefill_attention and paged_prefill_attention: softmax(q . k * scale) @ v
-// with an online (flash-style) softmax over kv positions. (paged_decode_attention, one query per
-// sequence, has its own: Note [decode attention].)
+// The attention drivers: softmax(q . k * scale) @ v with an online (flash-style) softmax over kv
+// positions. attention() serves prefill_attention and paged_prefill_attention; decode_attention(), one
+// query per sequence, serves paged_decode_attention (Note [decode attention]) and the single-query
+// sequences of the other two.
 #include <cstdint>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
+#include "ops/step_metadata.h"
 
 namespace opchain::cpu {
 
@@ -37,6 +40,10 @@ struct AttnJob {
   bool bf16_dots = false;
 };
 
+// The job of a paged attention op: q and out [rows, hq, d], caches [blocks, block_size, hk, d].
+AttnJob paged_attention_job(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                            float scale, const AttnMetadata& meta);
+
 // One work item: kv heads [h0, h1) and queries [i0, i1) of sequence seqs[seq].
 struct AttnItem {
   int64_t seq, h0, h1, i0, i1;
@@ -47,7 +54,14 @@ struct AttnItem {
 // fixed-order dots (simd.h), then an online-softmax update per (query, head) row. Kv positions are
 // visited in fixed absolute chunks of 32, so a query's result depends only on its own sequence, never
 // on the batch, the item split or the thread count (Note [cpu kernels]).
+// A sequence of one query (a decode row in a step that also prefills another sequence, a one-token
+// prompt) goes to decode_attention(), as it would in a decode-only step: its bits then never depend on
+// whether a batch-mate was prefilling. Decided by the sequence alone.
 void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count);
+
+// Note [decode attention] (paged_decode_attention.cpp): every sequence has q_len == 1 and sees kv
+// positions [0, past + 1). Contiguous keys (job.paged false) are read from row kv_row0 on.
+void decode_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count);
 
 // Note [AMX attention] (attention_amx.cpp): with bf16_dots on Isa::Amx and d a multiple of 32, the two
 // products of every chunk run on TDPBF16PS. Whether a job takes that path:

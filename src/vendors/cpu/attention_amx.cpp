@@ -359,7 +359,7 @@ void amx_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count, const
   thread_local std::vector<int64_t> first_chunk_buf;
   int64_t* first_chunk = scratch(first_chunk_buf, static_cast<size_t>(count + 1));
   first_chunk[0] = 0;
-  for (int64_t i = 0; i < count; ++i)  // single-query sequences run the f32 loops (attention.cpp): no panels
+  for (int64_t i = 0; i < count; ++i)  // single-query sequences run decode_attention (attention.cpp): no panels
     first_chunk[i + 1] =
         first_chunk[i] + (seqs[i].q_len > 1 ? (seqs[i].past + seqs[i].q_len + kChunk - 1) / kChunk : 0);
   const int64_t panels_n = first_chunk[count] * job.hk, elems = panel_elems(job.d);

@@ -3,6 +3,7 @@
 #include <limits>
 #include <vector>
 
+#include "vendors/cpu/attention.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/simd.h"
 
@@ -29,30 +30,28 @@ constexpr int64_t kSegment = 1024;  // kv positions per segment: [1024 s, 1024 s
 static_assert(kSegment % kDecodeChunk == 0);
 
 struct Item {
-  int64_t b, seg, h0, h1;  // sequence, segment, kv heads [h0, h1)
+  int64_t b, seg, h0, h1;  // index into the call's sequences, segment, kv heads [h0, h1)
 };
 
 int64_t segments(int64_t len) { return std::max<int64_t>(1, (len + kSegment - 1) / kSegment); }
 
 }  // namespace
 
-static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
-  const AttnMetadata& meta = *a.meta;
-  const int64_t batch = meta.batch_size, hq = a.q.size(1), hk = a.k_cache.size(2), d = a.q.size(2);
-  if (batch <= 0 || hq <= 0 || hk <= 0 || d <= 0) return;
+void decode_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
+  const int64_t hq = job.hq, hk = job.hk, d = job.d;
+  if (count <= 0 || hq <= 0 || hk <= 0 || d <= 0) return;
   const int64_t g = hq / hk;
-  const int32_t* lens = meta.kv_seqlens.data<int32_t>();
-  const int64_t max_blocks = meta.block_tables.size(1);
+  auto kv_len = [&](int64_t i) { return seqs[i].past + 1; };
   const SimdKernels& sk = simd();
 
   // Partial states of sequences of several segments: per segment, m [hq], l [hq], numerator [hq, d].
   thread_local std::vector<int64_t> part_at;
-  int64_t* part = scratch(part_at, static_cast<size_t>(batch));
+  int64_t* part = scratch(part_at, static_cast<size_t>(count));
   int64_t pairs = 0, part_floats = 0, merged = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t segs = segments(lens[b]);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t segs = segments(kv_len(i));
     pairs += segs;
-    part[b] = segs > 1 ? part_floats : -1;
+    part[i] = segs > 1 ? part_floats : -1;
     if (segs > 1) {
       part_floats += segs * hq * (d + 2);
       ++merged;
@@ -70,37 +69,46 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
   std::vector<Item>& items = items_buf;  // the calling thread's, shared with the workers below
   items.clear();
   int64_t total = 0;
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t seg = 0; seg < segments(lens[b]); ++seg) {
-      const int64_t len = std::min<int64_t>(kSegment, lens[b] - seg * kSegment);
+  for (int64_t i = 0; i < count; ++i)
+    for (int64_t seg = 0; seg < segments(kv_len(i)); ++seg) {
+      const int64_t len = std::min<int64_t>(kSegment, kv_len(i) - seg * kSegment);
       for (int64_t h0 = 0; h0 < hk; h0 += heads_per_item) {
         const int64_t h1 = std::min(h0 + heads_per_item, hk);
         total += std::max<int64_t>(len, 1) * (h1 - h0) * g * (2 * d + 16);
-        items.push_back(Item{b, seg, h0, h1});
+        items.push_back(Item{i, seg, h0, h1});
       }
     }
 
+  // Contiguous keys and values (a prompt of one token): one "block" holding the whole sequence.
+  static constexpr int32_t kWholeSequence[1] = {0};
+  const int64_t esize = job.kv_dtype == DType::BF16 ? 2 : 4;
   // Items from a shared counter: a memory-bound item's time is not its size (Note [cpu kernels]).
-  const float* q = a.q.data<float>();
-  float* out = a.out.data<float>();
-  parallel_dynamic(items.size(), total, [&](size_t i) {
-    const Item& it = items[i];
-    const int64_t rows = (it.h1 - it.h0) * g, row0 = it.b * hq + it.h0 * g;
+  parallel_dynamic(items.size(), total, [&](size_t n) {
+    const Item& it = items[n];
+    const AttnSeq& s = seqs[it.b];
+    const int64_t rows = (it.h1 - it.h0) * g, row0 = s.q_row0 * hq + it.h0 * g;
     DecodeSpan sp;
-    sp.q = q + row0 * d;
-    sp.scale = a.scale;
+    sp.q = job.q + row0 * d;
+    sp.scale = job.scale;
     sp.g = g;
     sp.d = d;
     sp.h0 = it.h0;
     sp.h1 = it.h1;
-    sp.k = a.k_cache.raw();
-    sp.v = a.v_cache.raw();
-    sp.kv_dtype = a.k_cache.dtype();
-    sp.block_table = meta.block_tables.data<int32_t>() + it.b * max_blocks;
-    sp.block_size = a.k_cache.size(1);
+    sp.kv_dtype = job.kv_dtype;
     sp.row_elems = hk * d;
+    if (job.paged) {
+      sp.k = job.k;
+      sp.v = job.v;
+      sp.block_table = job.block_tables + s.b * job.max_blocks;
+      sp.block_size = job.block_size;
+    } else {
+      sp.k = static_cast<const char*>(job.k) + s.kv_row0 * sp.row_elems * esize;
+      sp.v = static_cast<const char*>(job.v) + s.kv_row0 * sp.row_elems * esize;
+      sp.block_table = kWholeSequence;
+      sp.block_size = std::max<int64_t>(kv_len(it.b), 1);
+    }
     sp.p0 = it.seg * kSegment;
-    sp.p1 = std::min<int64_t>(sp.p0 + kSegment, lens[it.b]);
+    sp.p1 = std::min<int64_t>(sp.p0 + kSegment, kv_len(it.b));
     if (part[it.b] >= 0) {  // one segment of several: its state, merged below
       float* base = partial + part[it.b] + it.seg * hq * (d + 2);
       sp.m = base + it.h0 * g;
@@ -116,7 +124,7 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
     sp.acc = st + 2 * rows;
     sk.decode_attention(sp);
     for (int64_t r = 0; r < rows; ++r) {
-      float* o = out + (row0 + r) * d;
+      float* o = job.out + (row0 + r) * d;
       const float* acc = sp.acc + r * d;
       if (sp.l[r] > 0.0f) {
         for (int64_t c = 0; c < d; ++c) o[c] = acc[c] / sp.l[r];
@@ -129,17 +137,17 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
 
   // Segments merged in order: m = max m_s, then l and the numerator summed with weights exp(m_s - m).
   thread_local std::vector<int64_t> merge_buf;
-  int64_t* seqs = scratch(merge_buf, static_cast<size_t>(merged));
-  for (int64_t b = 0, n = 0; b < batch; ++b)
-    if (part[b] >= 0) seqs[n++] = b;
-  parallel_rows(merged * hq, segments(lens[seqs[0]]) * d * 4, [&](int64_t r0, int64_t r1) {
+  int64_t* several = scratch(merge_buf, static_cast<size_t>(merged));
+  for (int64_t i = 0, n = 0; i < count; ++i)
+    if (part[i] >= 0) several[n++] = i;
+  parallel_rows(merged * hq, segments(kv_len(several[0])) * d * 4, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t b = seqs[r / hq], h = r % hq, segs = segments(lens[b]);
-      const float* base = partial + part[b];
+      const int64_t i = several[r / hq], h = r % hq, segs = segments(kv_len(i));
+      const float* base = partial + part[i];
       float m = -std::numeric_limits<float>::infinity();
       for (int64_t s = 0; s < segs; ++s) m = std::max(m, base[s * hq * (d + 2) + h]);
       float l = 0.0f;
-      float* o = out + (b * hq + h) * d;
+      float* o = job.out + (seqs[i].q_row0 * hq + h) * d;
       std::fill(o, o + d, 0.0f);
       for (int64_t s = 0; s < segs; ++s) {
         const float* seg = base + s * hq * (d + 2);
@@ -151,6 +159,22 @@ static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
       for (int64_t c = 0; c < d; ++c) o[c] /= l;
     }
   });
+}
+
+static void paged_decode_attention(const PagedDecodeAttentionArgs& a) {
+  const AttnMetadata& meta = *a.meta;
+  const int32_t* lens = meta.kv_seqlens.data<int32_t>();
+  thread_local std::vector<AttnSeq> seqs;
+  seqs.clear();
+  for (int64_t b = 0; b < meta.batch_size; ++b) {
+    AttnSeq s;
+    s.q_row0 = s.b = b;
+    s.q_len = 1;
+    s.past = lens[b] - 1;
+    seqs.push_back(s);
+  }
+  const AttnJob job = paged_attention_job(a.q, a.k_cache, a.v_cache, a.out, a.scale, meta);
+  decode_attention(job, seqs.data(), static_cast<int64_t>(seqs.size()));
 }
 
 void register_paged_decode_attention(Registry& reg) {

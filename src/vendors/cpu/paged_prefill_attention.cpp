@@ -16,21 +16,8 @@ static void paged_prefill_attention(const PagedPrefillAttentionArgs& a) {
     s.b = b;
     seqs.push_back(s);
   }
-  AttnJob job;
-  job.q = a.q.data<float>();
-  job.out = a.out.data<float>();
-  job.hq = a.q.size(1);
-  job.hk = a.k_cache.size(2);
-  job.d = a.q.size(2);
-  job.scale = a.scale;
+  AttnJob job = paged_attention_job(a.q, a.k_cache, a.v_cache, a.out, a.scale, m);
   job.bf16_dots = a.precision != MatmulPrecision::F32;
-  job.k = a.k_cache.raw();
-  job.v = a.v_cache.raw();
-  job.kv_dtype = a.k_cache.dtype();
-  job.paged = true;
-  job.block_size = a.k_cache.size(1);
-  job.block_tables = m.block_tables.data<int32_t>();
-  job.max_blocks = m.block_tables.size(1);
   attention(job, seqs.data(), static_cast<int64_t>(seqs.size()));
 }
 
