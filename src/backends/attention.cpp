@@ -17,7 +17,9 @@ void DefaultAttentionImpl::forward(const StepContext& ctx, const Tensor& q, cons
   (*fill_)(FillKvCacheArgs{k, v, k_cache, v_cache, &ctx.attn});
   if (ctx.attn.is_decoding) {
     (*decode_)(PagedDecodeAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn});
-  } else if (ctx.attn.has_past) {
+  } else if (ctx.attn.has_past || k_cache.dtype() != k.dtype()) {
+    // A cache that rounds what it stores (Note [KV cache dtype]) is read by every prompt, fresh or not:
+    // a sequence's attention then sees the same keys whether or not a batch-mate has cached context.
     (*paged_prefill_)(PagedPrefillAttentionArgs{q, k_cache, v_cache, out, scale, &ctx.attn, precision_});
   } else {
     (*prefill_)(PrefillAttentionArgs{q, k, v, out, scale, &ctx.attn, precision_});

@@ -1,7 +1,8 @@
 #pragma once
 // The default attention impl: one nn Attention call is up to two registry ops per step —
-// fill_kv_cache, then the attention kernel the step metadata asks for (decode, prefill over the
-// cache, or plain prefill when no sequence has cached context).
+// fill_kv_cache, then the attention kernel the step metadata asks for: decode, prefill over the
+// cache, or plain prefill over the fresh keys when no sequence has cached context and the cache holds
+// them exactly (an f32 cache; Note [KV cache dtype]).
 #include "backends/op_impl.h"
 
 namespace opchain {

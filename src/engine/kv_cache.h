@@ -15,8 +15,10 @@
 // in the model's dtype (transformers, and vLLM's kv_cache_dtype "auto"). fill_kv_cache rounds each
 // value to nearest even once; attention widens it back exactly, so reference and cpu read the same
 // numbers. Half the bytes per cached token: decode at long contexts reads half as much, and a byte
-// budget holds twice the tokens. The prompt's own keys and values, before they are cached, stay f32
-// (prefill_attention), as vLLM's prefill attends over the fresh, unquantised ones.
+// budget holds twice the tokens. A prompt attends over its cached (rounded) keys and values too, never
+// the fresh f32 ones (backends/attention.cpp): a step that prefills a prompt beside a sequence with
+// cached context must attend over the cache, and the prompt's bits must not depend on whether such a
+// batch-mate is there. vLLM V1's FlashAttention backend also reads every token's keys from the cache.
 #include <cstdint>
 #include <vector>
 

@@ -191,7 +191,8 @@ TEST(CliTrace, WarmupAndPerOpSummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("per-op time (top level: "), std::string::npos) << r.out;
   const auto summary = r.out.substr(r.out.find("per-op time"));
-  for (const char* line : {"  fused_moe", "  linear", "  prefill_attention", "nested grouped_matmul"})
+  // A bf16 checkpoint runs at bf16 with a bf16 cache, which the prompt attends over (Note [KV cache dtype]).
+  for (const char* line : {"  fused_moe", "  linear", "  paged_prefill_attention", "nested grouped_matmul"})
     EXPECT_NE(summary.find(line), std::string::npos) << line;
   // tiny-qwen3-moe: 2 layers x (q, k, v, o, router) + lm_head = 11 linear calls in one traced prefill.
   EXPECT_NE(summary.find(" 11 calls"), std::string::npos) << summary;

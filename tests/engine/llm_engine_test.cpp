@@ -3,6 +3,7 @@
 // change nothing, and stops, lengths and bad requests behave as a user expects.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -14,6 +15,7 @@
 #include "io/chat_template.h"
 #include "io/tokenizer.h"
 #include "test_paths.h"
+#include "vendors/cpu_paths.h"
 
 namespace opchain {
 namespace {
@@ -37,9 +39,10 @@ struct Fixture {
   LoadedModel model;
   std::optional<Tokenizer> tokenizer;
   std::unique_ptr<LLMEngine> engine;
-  Fixture(const std::string& name, const std::string& vendor, EngineConfig cfg = {}) {
+  Fixture(const std::string& name, const std::string& vendor, EngineConfig cfg = {},
+          PrecisionChoice precision = PrecisionChoice::F32) {
     const std::string dir = test::model_dir(name);
-    model = load_model(dir, vendor);
+    model = load_model(dir, vendor, {}, precision);
     tokenizer = Tokenizer::from_file(dir + "/tokenizer.json");
     const auto defaults = load_generation_defaults(dir, model.config.eos_token_ids);
     engine = std::make_unique<LLMEngine>(*model.model, model.device, &*tokenizer, cfg, defaults.eos_ids);
@@ -121,19 +124,57 @@ TEST(Batching, TogetherEqualsAlone) {
   }
 }
 
-// Requests joining mid-way (continuous batching) do not disturb the ones already running.
-TEST(Batching, JoiningMidwayChangesNothing) {
-  Fixture f("trained-qwen3-moe", "cpu");
-  const auto a = greedy(f.tokenizer->encode("The cat"), 30), b = greedy(f.tokenizer->encode("A river is"), 30);
-  const auto alone_a = f.engine->generate({a})[0].ids, alone_b = f.engine->generate({b})[0].ids;
-  const uint64_t ida = f.engine->add_request(a);
-  for (int i = 0; i < 7; ++i) f.engine->step();
-  const uint64_t idb = f.engine->add_request(b);
-  while (f.engine->step()) {
+// Every chosen and top logprob of two runs, bit for bit.
+void expect_same_logprobs(const RequestOutput& got, const RequestOutput& want, const std::string& what) {
+  ASSERT_EQ(got.ids, want.ids) << what;
+  ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << what;
+  for (size_t t = 0; t < got.logprobs.size(); ++t) {
+    const StepLogprobs &a = got.logprobs[t], &b = want.logprobs[t];
+    EXPECT_EQ(std::memcmp(&a.chosen.logprob, &b.chosen.logprob, sizeof(float)), 0)
+        << what << " token " << t << ": " << a.chosen.logprob << " != " << b.chosen.logprob;
+    ASSERT_EQ(a.top.size(), b.top.size()) << what << " token " << t;
+    for (size_t j = 0; j < a.top.size(); ++j) {
+      EXPECT_EQ(a.top[j].id, b.top[j].id) << what << " token " << t << " top " << j;
+      EXPECT_EQ(std::memcmp(&a.top[j].logprob, &b.top[j].logprob, sizeof(float)), 0)
+          << what << " token " << t << " top " << j;
+    }
   }
-  EXPECT_EQ(f.engine->take_output(ida)->ids, alone_a);
-  EXPECT_EQ(f.engine->take_output(idb)->ids, alone_b);
 }
+
+// Requests joining mid-way (continuous batching) do not disturb the ones already running, nor are they
+// disturbed: every logprob is the one each request gets alone, bit for bit, at both precisions (a bf16
+// KV cache at Bf16) and on every cpu path. The joining prompt prefills, whole or in chunks, in steps
+// where the other sequence decodes: those steps run a prefill attention over the cache with a
+// single-query sequence in it, where the request alone runs a plain prefill, then decode steps.
+class JoiningMidway : public testing::TestWithParam<PrecisionChoice> {};
+
+TEST_P(JoiningMidway, ChangesNoLogprob) {
+  harness::CpuPathGuard guard;
+  EngineConfig chunked;
+  chunked.prefill_chunk = 3;
+  chunked.max_tokens_per_step = 5;
+  for (const harness::CpuPath& path : harness::cpu_paths())
+    for (const EngineConfig& cfg : {EngineConfig{}, chunked}) {
+      SCOPED_TRACE(path.name);
+      ASSERT_TRUE(harness::select_path(path));
+      Fixture f("trained-qwen3-moe", "cpu", cfg, GetParam());
+      auto a = greedy(f.tokenizer->encode("The cat"), 30),
+           b = greedy(f.tokenizer->encode("The theory of relativity is a branch of physics that"), 20);
+      a.logprobs = b.logprobs = 5;
+      const auto alone_a = f.engine->generate({a})[0], alone_b = f.engine->generate({b})[0];
+      const uint64_t ida = f.engine->add_request(a);
+      for (int i = 0; i < 7; ++i) f.engine->step();
+      const uint64_t idb = f.engine->add_request(b);
+      while (f.engine->step()) {
+      }
+      const std::string how = cfg.prefill_chunk == 3 ? "chunked" : "whole";
+      expect_same_logprobs(*f.engine->take_output(ida), alone_a, "decoding request, " + how + " prefill beside it");
+      expect_same_logprobs(*f.engine->take_output(idb), alone_b, "joining request, " + how + " prefill");
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, JoiningMidway, testing::Values(PrecisionChoice::F32, PrecisionChoice::Bf16),
+                         [](const auto& info) { return info.param == PrecisionChoice::F32 ? "F32" : "Bf16"; });
 
 TEST(Batching, PreemptionUnderATinyKvBudgetGivesTheSameTokens) {
   EngineConfig roomy;

@@ -355,7 +355,8 @@ MAYBE_UNUSED static void attn_destroy(void* handle, void* user) {
 }
 
 /* q, k, v, k_cache!, v_cache!, scale, meta, out: write the step's k/v into the cache at slot_mapping,
- * then attend as the default impl does (fresh k/v when no sequence has past, else over the cache). */
+ * then attend as the default impl does: over the cache when some sequence has past or the cache rounds
+ * what it stores (a bf16 cache), else over the fresh k/v. */
 MAYBE_UNUSED static int32_t attn_run(void* handle, const oc_arg* a, size_t n, const oc_step_info* step, void* user,
                                      char* err, size_t err_size) {
   (void)user;
@@ -377,7 +378,8 @@ MAYBE_UNUSED static int32_t attn_run(void* handle, const oc_arg* a, size_t n, co
   }
   ++s->runs;
   ++g_impl_runs;
-  if (m->is_decoding || m->has_past) return paged_attention(q, kc, vc, a[5].value.f32, m, out, err, err_size);
+  if (m->is_decoding || m->has_past || kc->dtype != k->dtype)
+    return paged_attention(q, kc, vc, a[5].value.f32, m, out, err, err_size);
   return fresh_attention(q, k, v, a[5].value.f32, m, out, err, err_size);
 }
 
