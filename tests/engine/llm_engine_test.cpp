@@ -145,7 +145,8 @@ void expect_same_logprobs(const RequestOutput& got, const RequestOutput& want, c
 // disturbed: every logprob is the one each request gets alone, bit for bit, at both precisions (a bf16
 // KV cache at Bf16) and on every cpu path. The joining prompt prefills, whole or in chunks, in steps
 // where the other sequence decodes: those steps run a prefill attention over the cache with a
-// single-query sequence in it, where the request alone runs a plain prefill, then decode steps.
+// single-query sequence in it, where the request alone runs a plain prefill, then decode steps (and,
+// in the hybrid models' linear-attention layers, the chunked delta rule beside a one-token sequence).
 class JoiningMidway : public testing::TestWithParam<PrecisionChoice> {};
 
 TEST_P(JoiningMidway, ChangesNoLogprob) {
@@ -157,19 +158,22 @@ TEST_P(JoiningMidway, ChangesNoLogprob) {
     for (const EngineConfig& cfg : {EngineConfig{}, chunked}) {
       SCOPED_TRACE(path.name);
       ASSERT_TRUE(harness::select_path(path));
-      Fixture f("trained-qwen3-moe", "cpu", cfg, GetParam());
-      auto a = greedy(f.tokenizer->encode("The cat"), 30),
-           b = greedy(f.tokenizer->encode("The theory of relativity is a branch of physics that"), 20);
-      a.logprobs = b.logprobs = 5;
-      const auto alone_a = f.engine->generate({a})[0], alone_b = f.engine->generate({b})[0];
-      const uint64_t ida = f.engine->add_request(a);
-      for (int i = 0; i < 7; ++i) f.engine->step();
-      const uint64_t idb = f.engine->add_request(b);
-      while (f.engine->step()) {
+      for (const char* model : {"trained-qwen3-moe", "tiny-qwen3_5", "tiny-qwen3-next"}) {
+        SCOPED_TRACE(model);
+        Fixture f(model, "cpu", cfg, GetParam());
+        auto a = greedy(f.tokenizer->encode("The cat"), 30),
+             b = greedy(f.tokenizer->encode("The theory of relativity is a branch of physics that"), 20);
+        a.logprobs = b.logprobs = 5;
+        const auto alone_a = f.engine->generate({a})[0], alone_b = f.engine->generate({b})[0];
+        const uint64_t ida = f.engine->add_request(a);
+        for (int i = 0; i < 7; ++i) f.engine->step();
+        const uint64_t idb = f.engine->add_request(b);
+        while (f.engine->step()) {
+        }
+        const std::string how = cfg.prefill_chunk == 3 ? "chunked" : "whole";
+        expect_same_logprobs(*f.engine->take_output(ida), alone_a, "decoding request, " + how + " prefill beside it");
+        expect_same_logprobs(*f.engine->take_output(idb), alone_b, "joining request, " + how + " prefill");
       }
-      const std::string how = cfg.prefill_chunk == 3 ? "chunked" : "whole";
-      expect_same_logprobs(*f.engine->take_output(ida), alone_a, "decoding request, " + how + " prefill beside it");
-      expect_same_logprobs(*f.engine->take_output(idb), alone_b, "joining request, " + how + " prefill");
     }
 }
 
