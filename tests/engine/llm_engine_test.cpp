@@ -143,7 +143,8 @@ void expect_same_logprobs(const RequestOutput& got, const RequestOutput& want, c
 
 // Requests joining mid-way (continuous batching) do not disturb the ones already running, nor are they
 // disturbed: every logprob is the one each request gets alone, bit for bit, at both precisions (a bf16
-// KV cache at Bf16) and on every cpu path. The joining prompt prefills, whole or in chunks, in steps
+// KV cache at Bf16), on every cpu path, eager or replaying decode graphs (Note [Graph capture]: a
+// bucket's padding rows beside the real ones). The joining prompt prefills, whole or in chunks, in steps
 // where the other sequence decodes: those steps run a prefill attention over the cache with a
 // single-query sequence in it, where the request alone runs a plain prefill, then decode steps (and,
 // in the hybrid models' linear-attention layers, the chunked delta rule beside a one-token sequence).
@@ -151,11 +152,12 @@ class JoiningMidway : public testing::TestWithParam<PrecisionChoice> {};
 
 TEST_P(JoiningMidway, ChangesNoLogprob) {
   harness::CpuPathGuard guard;
-  EngineConfig chunked;
+  EngineConfig chunked, graphs;
   chunked.prefill_chunk = 3;
   chunked.max_tokens_per_step = 5;
+  graphs.graph = true;
   for (const harness::CpuPath& path : harness::cpu_paths())
-    for (const EngineConfig& cfg : {EngineConfig{}, chunked}) {
+    for (const EngineConfig& cfg : {EngineConfig{}, chunked, graphs}) {
       SCOPED_TRACE(path.name);
       ASSERT_TRUE(harness::select_path(path));
       for (const char* model : {"trained-qwen3-moe", "tiny-qwen3_5", "tiny-qwen3-next"}) {
@@ -170,7 +172,7 @@ TEST_P(JoiningMidway, ChangesNoLogprob) {
         const uint64_t idb = f.engine->add_request(b);
         while (f.engine->step()) {
         }
-        const std::string how = cfg.prefill_chunk == 3 ? "chunked" : "whole";
+        const std::string how = cfg.prefill_chunk == 3 ? "chunked" : cfg.graph ? "graph-mode, whole" : "whole";
         expect_same_logprobs(*f.engine->take_output(ida), alone_a, "decoding request, " + how + " prefill beside it");
         expect_same_logprobs(*f.engine->take_output(idb), alone_b, "joining request, " + how + " prefill");
       }
