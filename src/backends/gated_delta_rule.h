@@ -12,7 +12,10 @@
 // sequence, so a decoding sequence gets the same bits whether its step also carries a prefill or
 // not (batch invariance), and a captured decode graph, whose steps are all decode steps, freezes
 // the recurrent choice correctly (Note [Graph capture], 3). The harness checks the two forms
-// against each other on every vendor (tests/vendors/gated_delta_rule_forms_test.cpp).
+// against each other on every vendor (tests/vendors/gated_delta_rule_forms_test.cpp). The form is the
+// backend's hint, not a contract on bits: the cpu vendor walks every token in both (a block of state
+// columns at a time for a run of tokens), so a token's bits do not depend on how the scheduler cut its
+// prompt into steps, which depends on the load, nor on a preemption's recompute.
 #include "backends/op_impl.h"
 
 namespace opchain {

@@ -210,11 +210,14 @@ TEST(Batching, ChunkedPrefillGivesTheSameLogprobs) {
     for (PrecisionChoice precision : {PrecisionChoice::F32, PrecisionChoice::Bf16}) {
       SCOPED_TRACE(path.name);
       ASSERT_TRUE(harness::select_path(path));
-      Fixture a("trained-qwen3-moe", "cpu", {}, precision), b("trained-qwen3-moe", "cpu", chunked, precision);
-      auto r = greedy(a.tokenizer->encode("The theory of relativity is a branch of physics that"), 20);
-      r.logprobs = 5;
-      expect_same_logprobs(b.engine->generate({r, r})[1], a.engine->generate({r})[0],
-                           precision == PrecisionChoice::F32 ? "F32" : "Bf16");
+      for (const char* model : {"trained-qwen3-moe", "tiny-qwen3_5", "tiny-qwen3-next"}) {
+        SCOPED_TRACE(model);
+        Fixture a(model, "cpu", {}, precision), b(model, "cpu", chunked, precision);
+        auto r = greedy(a.tokenizer->encode("The theory of relativity is a branch of physics that"), 20);
+        r.logprobs = 5;
+        expect_same_logprobs(b.engine->generate({r, r})[1], a.engine->generate({r})[0],
+                             precision == PrecisionChoice::F32 ? "F32" : "Bf16");
+      }
     }
 }
 
