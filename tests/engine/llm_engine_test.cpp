@@ -200,7 +200,8 @@ TEST(Batching, PreemptionUnderATinyKvBudgetGivesTheSameTokens) {
 
 // A prompt prefilled in chunks of 3 gets every logprob it gets in one piece, bit for bit, at both
 // precisions and on every cpu path: each query's attention is over the same cached keys in the same
-// absolute kv chunks, whichever step it falls in (how a prompt is cut depends on the load).
+// absolute kv chunks, whichever step it falls in (how a prompt is cut depends on the load), and in the
+// hybrid models' linear-attention layers every token walks the state as a decode step does.
 TEST(Batching, ChunkedPrefillGivesTheSameLogprobs) {
   harness::CpuPathGuard guard;
   EngineConfig chunked;
