@@ -56,6 +56,7 @@ class DefaultOpsBackend final : public OpsBackend {
     m.q_start_loc = ctx.q_start_loc_storage;
     m.slot_mapping = ctx.slot_mapping_storage;
     m.state_slots = ctx.state_slots;
+    m.decoded_from = ctx.decoded_from;
     const int32_t* q_len = ctx.q_seqlens.data<int32_t>();
     const int32_t* kv_len = ctx.kv_seqlens.data<int32_t>();
     int32_t* start = ctx.q_start_loc_storage.data<int32_t>();

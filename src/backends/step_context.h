@@ -22,6 +22,7 @@ struct StepContext {
   int64_t block_size = 0;
   Tensor logits_rows;              // i32 [r]: rows of the hidden states that need logits, strictly increasing
   Tensor state_slots;              // i32 [batch]: each sequence's state slot (linear-attention layers); -1 = padding
+  Tensor decoded_from;             // i32 [batch] or null: AttnMetadata::decoded_from
   Workspace* workspace = nullptr;  // activations of this step
   int64_t num_padding_tokens = 0;  // trailing rows that are padding (graph buckets)
   // A graph is recording this step: host code in the forward must not decide anything from this

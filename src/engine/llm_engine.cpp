@@ -340,7 +340,7 @@ bool LLMEngine::step() {
   for (const auto& p : plan) {
     steps.push_back(
         SequenceStep{std::span<const int32_t>(p.seq->tokens.data() + p.seq->computed, static_cast<size_t>(p.chunk)),
-                     p.seq->computed, p.seq->blocks, false, p.seq->state_slot});
+                     p.seq->computed, p.seq->blocks, false, p.seq->state_slot, p.seq->prompt_len});
   }
   Tensor logits = runner_->forward(steps);
   const int64_t vocab = logits.size(1);

@@ -94,6 +94,7 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
   ctx_.block_tables = fit(block_tables_, DType::I32, {batch, max_blocks});
   ctx_.logits_rows = fit(logits_rows_, DType::I32, {rows});
   ctx_.state_slots = fit(state_slots_, DType::I32, {batch});
+  ctx_.decoded_from = fit(decoded_from_, DType::I32, {batch});
   int64_t t = 0, r = 0;
   for (int64_t b = 0; b < batch; ++b) {
     const auto& s = seqs[static_cast<size_t>(b)];
@@ -106,6 +107,7 @@ Tensor ModelRunner::forward(std::span<const SequenceStep> seqs) {
     ctx_.q_seqlens.data<int32_t>()[b] = static_cast<int32_t>(len);
     ctx_.kv_seqlens.data<int32_t>()[b] = static_cast<int32_t>(s.past_len + len);
     ctx_.state_slots.data<int32_t>()[b] = s.state_slot;
+    ctx_.decoded_from.data<int32_t>()[b] = static_cast<int32_t>(std::clamp<int64_t>(s.decoded_from, 0, INT32_MAX));
     int32_t* table = ctx_.block_tables.data<int32_t>() + b * max_blocks;
     for (int64_t k = 0; k < max_blocks; ++k)
       table[k] = k < static_cast<int64_t>(s.block_table.size()) ? s.block_table[static_cast<size_t>(k)] : 0;

@@ -1,6 +1,7 @@
 #pragma once
 // Runs one forward step of a batch of sequences: builds the StepContext from each sequence's new
 // tokens, cached length and block table, lets the backend fill the step metadata, and calls the model.
+#include <climits>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,6 +19,10 @@ struct SequenceStep {
   std::span<const int32_t> block_table;  // covers past_len + tokens.size() positions
   bool all_logits = false;               // logits for every new token (else only the last)
   int32_t state_slot = -1;               // hybrid models: the sequence's state slot (KvCache::state_slots())
+  // Positions from here on were produced by decode steps (the prompt's length): where a step carries
+  // several of them (a preempted sequence recomputing), their queries take the decode path again
+  // (AttnMetadata::decoded_from), so the recompute changes no bit.
+  int64_t decoded_from = INT32_MAX;
 };
 
 // Throws InvalidArgumentError when a sequence's step cannot run: no tokens, ids outside the
@@ -56,7 +61,7 @@ class ModelRunner {
   KvCache& cache_;
   Workspace workspace_;
   StepContext ctx_;
-  Tensor ids_, positions_, q_seqlens_, kv_seqlens_, block_tables_, logits_rows_, state_slots_;
+  Tensor ids_, positions_, q_seqlens_, kv_seqlens_, block_tables_, logits_rows_, state_slots_, decoded_from_;
   std::unique_ptr<DecodeGraphRunner> graphs_;
   std::string graph_off_reason_ = "graph mode not enabled";
   bool last_replayed_ = false;

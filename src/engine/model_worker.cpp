@@ -42,7 +42,7 @@ int64_t WorkerChannel::open_runner(const KvCache& cache) {
 }
 
 void WorkerChannel::forward(int64_t runner, std::span<const SequenceStep> seqs) {
-  // [batch, per sequence (tokens, past_len, blocks, all_logits, state_slot), then the tokens and block
+  // [batch, per sequence (tokens, past_len, blocks, all_logits, state_slot, decoded_from), then the tokens and block
   // tables of every sequence in order]
   std::vector<int64_t> p;
   p.push_back(static_cast<int64_t>(seqs.size()));
@@ -52,6 +52,7 @@ void WorkerChannel::forward(int64_t runner, std::span<const SequenceStep> seqs) 
     p.push_back(static_cast<int64_t>(s.block_table.size()));
     p.push_back(s.all_logits ? 1 : 0);
     p.push_back(s.state_slot);
+    p.push_back(s.decoded_from);
   }
   for (const SequenceStep& s : seqs) {
     p.insert(p.end(), s.tokens.begin(), s.tokens.end());
@@ -127,14 +128,14 @@ void run_model_worker(const CausalLM& model, const DeviceContext& device) {
       case Forward: {
         ModelRunner& runner = *runners.at(id);
         const int64_t batch = payload[0];
-        int64_t at = 1 + 5 * batch, total_tokens = 0, total_blocks = 0;
-        for (int64_t b = 0; b < batch; ++b) total_tokens += payload[1 + 5 * b], total_blocks += payload[3 + 5 * b];
+        int64_t at = 1 + 6 * batch, total_tokens = 0, total_blocks = 0;
+        for (int64_t b = 0; b < batch; ++b) total_tokens += payload[1 + 6 * b], total_blocks += payload[3 + 6 * b];
         tokens.resize(static_cast<size_t>(total_tokens));
         tables.resize(static_cast<size_t>(total_blocks));
         seqs.assign(static_cast<size_t>(batch), SequenceStep{});
         int64_t tok = 0, blk = 0;
         for (int64_t b = 0; b < batch; ++b) {
-          const int64_t* meta = payload.data() + 1 + 5 * b;
+          const int64_t* meta = payload.data() + 1 + 6 * b;
           const int64_t nt = meta[0], nb = meta[2];
           for (int64_t i = 0; i < nt; ++i) tokens[tok + i] = static_cast<int32_t>(payload[at++]);
           for (int64_t i = 0; i < nb; ++i) tables[blk + i] = static_cast<int32_t>(payload[at++]);
@@ -144,6 +145,7 @@ void run_model_worker(const CausalLM& model, const DeviceContext& device) {
           s.past_len = meta[1];
           s.all_logits = meta[3] != 0;
           s.state_slot = static_cast<int32_t>(meta[4]);
+          s.decoded_from = meta[5];
           tok += nt;
           blk += nb;
         }

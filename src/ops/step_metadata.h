@@ -25,6 +25,11 @@ struct AttnMetadata {
   // state; -1 = a padding sequence, which reads and writes no state. A sequence starts from zero state
   // when it has no cached tokens (kv_seqlens == q_seqlens), whatever its slot holds.
   Tensor state_slots;  // [batch]
+  // [batch] or null (none): the first position of each sequence that a decode step produced (its
+  // prompt's length). A step that carries several such positions of one sequence is a preempted
+  // sequence recomputing them; a vendor that gives a decode step other bits than a prefill runs those
+  // queries as it would in decode steps, so the recompute changes nothing (batch invariance).
+  Tensor decoded_from;
 };
 
 // How expert-parallel ranks exchange tokens. Chosen by a pure policy (backends/moe_comm_policy.h).

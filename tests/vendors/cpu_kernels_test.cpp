@@ -594,6 +594,54 @@ TEST(CpuBatchInvariance, SingleQuerySequencesOfAPrefillEqualDecode) {
   }
 }
 
+// A prefill over the cache whose metadata marks positions as decoded (a preempted sequence recomputing
+// them, AttnMetadata::decoded_from) gives each of those queries the bits paged_decode_attention gives it
+// at that length, and the queries before them the bits of a plain prefill; every tier, both precisions.
+TEST(CpuBatchInvariance, RecomputedDecodePositionsEqualDecode) {
+  EnvGuard guard;
+  std::mt19937 g(29);
+  const std::vector<SeqLens> seqs = {{40, 50}, {30, 1100}};
+  const int64_t bs = 16, hq = 8, hk = 2, d = 64;
+  const int32_t decoded_from[] = {25, 1080};  // 15 and 10 of each sequence's queries were decoded
+  AttnSetup s = make_attn(g, seqs, bs, 0, false);
+  Tensor q = rand_f32(g, {s.rows, hq, d}, -2.0f, 2.0f);
+  Tensor kc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d}, -2.0f, 2.0f),
+         vc = rand_tensor(g, DType::BF16, {s.num_blocks, bs, hk, d});
+  const auto prefill = cpu_kernel<OpType::PagedPrefillAttention>(DType::BF16);
+  const auto decode = cpu_kernel<OpType::PagedDecodeAttention>(DType::BF16);
+  AttnMetadata marked = *s.meta;
+  marked.decoded_from = i32_tensor({decoded_from[0], decoded_from[1]});
+  for (cpu::Isa isa : supported_isas())
+    for (MatmulPrecision prec : {MatmulPrecision::F32, MatmulPrecision::Bf16}) {
+      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(matmul_precision_name(prec)));
+      ASSERT_TRUE(cpu::set_active_isa(isa));
+      Tensor plain = Tensor::empty(DType::F32, {s.rows, hq, d}), got = Tensor::empty(DType::F32, {s.rows, hq, d});
+      prefill.fn(PagedPrefillAttentionArgs{q, kc, vc, plain, 0.15f, s.meta.get(), prec});
+      prefill.fn(PagedPrefillAttentionArgs{q, kc, vc, got, 0.15f, &marked, prec});
+      for (int64_t b = 0; b < static_cast<int64_t>(seqs.size()); ++b) {
+        const SeqLens& sl = seqs[static_cast<size_t>(b)];
+        const int64_t row0 = s.meta->q_start_loc.data<int32_t>()[b], past = sl.kv_len - sl.q_len;
+        for (int64_t i = 0; i < sl.q_len; ++i) {
+          const int64_t row = row0 + i, pos = past + i;
+          const Tensor one_got = got.slice_rows(row, row + 1);
+          if (pos < decoded_from[b]) {
+            const Tensor want = plain.slice_rows(row, row + 1);
+            EXPECT_EQ(std::memcmp(one_got.raw(), want.raw(), want.nbytes()), 0) << "prefilled query " << pos;
+            continue;
+          }
+          AttnMetadata m = sequence_alone(*s.meta, b);
+          m.is_decoding = true;
+          m.q_seqlens = i32_tensor({1});
+          m.kv_seqlens = i32_tensor({static_cast<int32_t>(pos + 1)});
+          m.num_tokens = 1;
+          Tensor want = Tensor::empty(DType::F32, {1, hq, d});
+          decode.fn(PagedDecodeAttentionArgs{q.slice_rows(row, row + 1), kc, vc, want, 0.15f, &m});
+          EXPECT_EQ(std::memcmp(one_got.raw(), want.raw(), want.nbytes()), 0) << "decoded query " << pos;
+        }
+      }
+    }
+}
+
 // ---- the same bits whatever the thread count ---------------------------------------------------
 
 TEST(CpuDeterminism, SameBitsForAnyThreadCount) {

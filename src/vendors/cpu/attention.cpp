@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -154,6 +155,27 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
 }
 
 }  // namespace
+
+void add_attention_sequence(std::vector<AttnSeq>& seqs, const AttnSeq& s, const AttnMetadata& meta) {
+  const int64_t from = meta.decoded_from.is_null() ? INT64_MAX : meta.decoded_from.data<int32_t>()[s.b];
+  if (s.q_len <= 1 || s.past + s.q_len <= from) {
+    seqs.push_back(s);
+    return;
+  }
+  const int64_t prefilled = std::clamp<int64_t>(from - s.past, 0, s.q_len);
+  if (prefilled > 0) {
+    AttnSeq head = s;
+    head.q_len = prefilled;
+    seqs.push_back(head);
+  }
+  for (int64_t i = prefilled; i < s.q_len; ++i) {
+    AttnSeq one = s;
+    one.q_row0 = s.q_row0 + i;
+    one.q_len = 1;
+    one.past = s.past + i;
+    seqs.push_back(one);
+  }
+}
 
 AttnJob paged_attention_job(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                             float scale, const AttnMetadata& meta) {

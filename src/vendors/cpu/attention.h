@@ -40,6 +40,11 @@ struct AttnJob {
   bool bf16_dots = false;
 };
 
+// Appends sequence b's AttnSeq `s` to `seqs`, its queries at positions from meta.decoded_from[b] on (a
+// preempted sequence recomputing tokens that decode steps produced) as sequences of one query each: they
+// take decode_attention() as they did in their decode steps, so the recompute gives the same bits.
+void add_attention_sequence(std::vector<AttnSeq>& seqs, const AttnSeq& s, const AttnMetadata& meta);
+
 // The job of a paged attention op: q and out [rows, hq, d], caches [blocks, block_size, hk, d].
 AttnJob paged_attention_job(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                             float scale, const AttnMetadata& meta);

@@ -14,7 +14,7 @@ static void paged_prefill_attention(const PagedPrefillAttentionArgs& a) {
     s.q_len = m.q_seqlens.data<int32_t>()[b];
     s.past = m.kv_seqlens.data<int32_t>()[b] - s.q_len;
     s.b = b;
-    seqs.push_back(s);
+    add_attention_sequence(seqs, s, m);
   }
   AttnJob job = paged_attention_job(a.q, a.k_cache, a.v_cache, a.out, a.scale, m);
   job.bf16_dots = a.precision != MatmulPrecision::F32;

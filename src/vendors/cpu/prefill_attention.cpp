@@ -13,7 +13,8 @@ static void prefill_attention(const PrefillAttentionArgs& a) {
     s.q_row0 = s.kv_row0 = m.q_start_loc.data<int32_t>()[b];
     s.q_len = m.q_seqlens.data<int32_t>()[b];
     s.past = 0;
-    seqs.push_back(s);
+    s.b = b;
+    add_attention_sequence(seqs, s, m);
   }
   AttnJob job;
   job.q = a.q.data<float>();
