@@ -184,7 +184,8 @@ INSTANTIATE_TEST_SUITE_P(Precisions, JoiningMidway, testing::Values(PrecisionCho
 
 // A sequence preempted under a tiny KV budget recomputes its cache in one prefill-like step; its tokens
 // past the prompt take the decode path again there (SequenceStep::decoded_from), so every logprob equals
-// the roomy run's, bit for bit, at both precisions, on every cpu path, hybrid models included.
+// the roomy run's, bit for bit, at both precisions, on every cpu path, eager or replaying decode graphs,
+// hybrid models included.
 TEST(Batching, PreemptionUnderATinyKvBudgetGivesTheSameLogprobs) {
   harness::CpuPathGuard guard;
   EngineConfig roomy;
@@ -196,18 +197,24 @@ TEST(Batching, PreemptionUnderATinyKvBudgetGivesTheSameLogprobs) {
       for (const char* model : {"trained-qwen3-moe", "tiny-qwen3_5"}) {
         SCOPED_TRACE(path.name + " " + model);
         ASSERT_TRUE(harness::select_path(path));
-        Fixture a(model, "cpu", roomy, precision), b(model, "cpu", tight, precision);
+        EngineConfig tight_graphs = tight;
+        tight_graphs.graph = true;
+        Fixture a(model, "cpu", roomy, precision), b(model, "cpu", tight, precision),
+            c(model, "cpu", tight_graphs, precision);
         std::vector<GenerationRequest> reqs;
         for (const char* p : {"The cat", "A river is", "music is", "An apple"}) {
           reqs.push_back(greedy(a.tokenizer->encode(p), 32));
           reqs.back().logprobs = 5;
         }
         const auto expected = a.engine->generate(reqs);
-        const auto got = b.engine->generate(reqs);
-        EXPECT_GT(b.engine->stats().preemptions, 0);
-        for (size_t i = 0; i < reqs.size(); ++i)
-          expect_same_logprobs(got[i], expected[i], "request " + std::to_string(i));
-        EXPECT_EQ(b.engine->stats().blocks_used, 0);  // everything freed at the end
+        for (Fixture* f : {&b, &c}) {
+          const auto got = f->engine->generate(reqs);
+          EXPECT_GT(f->engine->stats().preemptions, 0);
+          for (size_t i = 0; i < reqs.size(); ++i)
+            expect_same_logprobs(got[i], expected[i],
+                                 "request " + std::to_string(i) + (f == &c ? ", decode graphs" : ""));
+          EXPECT_EQ(f->engine->stats().blocks_used, 0);  // everything freed at the end
+        }
       }
 }
 
