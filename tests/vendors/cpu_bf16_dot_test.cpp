@@ -75,9 +75,10 @@ TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
   for (const CpuPath& path : cpu_paths()) {
     SCOPED_TRACE(path.name);
     ASSERT_TRUE(select_path(path));
-    // K: partial vector (257), exact multiple (512), long (2048: two of the FMA form's k chunks), two
-    // chunks the second of which ends in a partial vector (1300); rows cross the 8-row register block.
-    for (int64_t in : {257, 512, 2048, 1300}) {
+    // K: partial vector (257), exact multiple (512), long (2048), two of the FMA form's 4096-wide k
+    // chunks (8192), two chunks the second of which ends in a partial vector (5300); rows cross the 8-row
+    // register block.
+    for (int64_t in : {257, 512, 2048, 8192, 5300}) {
       const int64_t rows = 37, out_f = 200;
       Tensor x = rand_f32(g, {rows, in});
       Tensor w = rand_tensor(g, DType::BF16, {out_f, in}, -0.1f, 0.1f), b = rand_tensor(g, DType::BF16, {out_f});

@@ -299,11 +299,16 @@ constexpr int kFewCols = R * 8 + (R + 1) * Dot<F>::kRegs <= 32   ? 8
 // vectors and 2 activation vectors fill the other 8 registers).
 constexpr int kGroupCols = 3;
 
-// The k chunk of the packed rows: all of k for the vdpbf16ps form, whose packed bf16 rows (an 8-row
-// block is 32 KiB at k = 2048) stay in L1 as they are; kChunkFma for the FMA form, whose widened rows
-// are twice that: 8 rows x 1024 x 4 bytes = 32 KiB stay in a 48 KiB L1 while every weight group of the
-// chunk passes over them.
-constexpr int64_t kChunkFma = 1024;
+// The k chunk of the packed rows: all of k for the vdpbf16ps form; for the FMA form, whose widened rows
+// are twice as wide, all of k up to kChunkFma, and chunks of that beyond. Unchunked, a weight group stays
+// in L1 while the tile's row blocks pass over it from L2 (32 rows x 4096 x 4 bytes = 512 KiB at most);
+// chunked, an 8-row block's chunk waits in L2 while the weight groups pass, and the accumulators make a
+// round trip per chunk. 1024-wide chunks (to keep an 8-row block's chunk in a 48 KiB L1) lost to this:
+// Sapphire Rapids, OPCHAIN_CPU_ISA=avx512bf16, 2 threads, three alternated rounds of `bench
+// --prompt-lens 512`: dense 173.0 / 191.9 / 180.1 tok/s with 1024 against 219.4 / 193.6 / 201.9 with 4096
+// (CpuPerf.DISABLED_Prefill: 512 x 9728 -> 2560 183-201 against 224-228 GFLOP/s; unchunked there, its
+// 32 rows of 9728 in L2, 201-213). With the weights in cache on one thread the two are even.
+constexpr int64_t kChunkFma = 4096;
 template <Bf16DotForm F>
 int64_t chunk_k(int64_t k) {
   return F == Bf16DotForm::Vdpbf16ps ? k : std::min(k, kChunkFma);
