@@ -91,7 +91,9 @@ TEST(CpuBf16Dot, LinearMatchesBf16ReferenceBatchInvariantAndDeterministic) {
       EXPECT_LE(max_rel_diff(full, ref), 1e-4f) << "k=" << in;  // the op table's linear tolerance
       EXPECT_GT(max_rel_diff(full, ref32), 1e-4f) << "k=" << in << ": the activations were not rounded";
       for (int64_t r : {0, 1, 17, 36}) {
-        for (int64_t n : {1, 2, 3, 4}) {  // the few-row kernels against the 8-row blocks
+        // The few-row kernels, and 8 rows (the FMA form's narrower k chunks for few rows), against the
+        // whole call's 8-row blocks.
+        for (int64_t n : {1, 2, 3, 4, 8}) {
           if (r + n > rows) continue;
           Tensor part = Tensor::empty(DType::F32, {n, out_f});
           k.fn(LinearArgs{x.slice_rows(r, r + n), w, b, part, kBf16});

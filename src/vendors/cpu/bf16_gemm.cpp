@@ -58,7 +58,9 @@ struct PackedRows {
   const char* xp;
   template <class D>
   typename D::X load(int r, int64_t at) const {
-    return D::load_packed(xp + (at / kPair * R + r) * D::kRegs * 64);
+    // at is a multiple of kPair and not negative: a shift, where a signed division costs four operations
+    // a step in micro's loop.
+    return D::load_packed(xp + ((static_cast<uint64_t>(at) / kPair) * R + r) * D::kRegs * 64);
   }
 };
 
@@ -106,8 +108,12 @@ static inline void micro(Rows x, const uint16_t* const* w, KSpan ks, float* out,
     }
   };
   int64_t i = ks.k0;
+  // The steps that prefetch: s % pf_every == pf_phase, counted down rather than divided (an idiv a step).
+  int64_t until_pf = pf ? ((pf_phase - i / kPair) % pf_every + pf_every) % pf_every : 0;
   for (int64_t s = i / kPair; i + kPair <= ks.k1; i += kPair, ++s) {
-    if (pf && s % pf_every == pf_phase) {
+    const bool prefetch = pf && until_pf == 0;
+    if (pf && --until_pf < 0) until_pf = pf_every - 1;
+    if (prefetch) {
       if (ks.keep) {  // a chunk: the same k step of the next groups' rows (row c of group g at pf + (gC + c) k)
         for (int64_t g = 0; g < kPfGroups; ++g) {
 #pragma GCC unroll 8
@@ -299,19 +305,21 @@ constexpr int kFewCols = R * 8 + (R + 1) * Dot<F>::kRegs <= 32   ? 8
 // vectors and 2 activation vectors fill the other 8 registers).
 constexpr int kGroupCols = 3;
 
-// The k chunk of the packed rows: all of k for the vdpbf16ps form; for the FMA form, whose widened rows
-// are twice as wide, all of k up to kChunkFma, and chunks of that beyond. Unchunked, a weight group stays
-// in L1 while the tile's row blocks pass over it from L2 (32 rows x 4096 x 4 bytes = 512 KiB at most);
-// chunked, an 8-row block's chunk waits in L2 while the weight groups pass, and the accumulators make a
-// round trip per chunk. 1024-wide chunks (to keep an 8-row block's chunk in a 48 KiB L1) lost to this:
-// Sapphire Rapids, OPCHAIN_CPU_ISA=avx512bf16, 2 threads, three alternated rounds of `bench
-// --prompt-lens 512`: dense 173.0 / 191.9 / 180.1 tok/s with 1024 against 219.4 / 193.6 / 201.9 with 4096
-// (CpuPerf.DISABLED_Prefill: 512 x 9728 -> 2560 183-201 against 224-228 GFLOP/s; unchunked there, its
-// 32 rows of 9728 in L2, 201-213). With the weights in cache on one thread the two are even.
-constexpr int64_t kChunkFma = 4096;
+// The k chunk of the packed rows: all of k for the vdpbf16ps form. The FMA form's widened rows are twice
+// as wide: for a tile of up to kFewRowsChunked rows (batched decode), chunks of kChunkFmaFew, in which an
+// 8-row block's chunk (32 KiB) stays in a 48 KiB L1 while every weight group passes; for more rows, all
+// of k up to kChunkFma and chunks of that beyond, so that a weight group stays in L1 while the tile's row
+// blocks pass over it from L2 (32 rows x 4096 x 4 bytes = 512 KiB at most), with fewer round trips of
+// the accumulators between chunks. Sapphire Rapids, OPCHAIN_CPU_ISA=avx512bf16, 2 threads, 1024 against
+// 4096 for every tile, alternated: dense prefill 512 173.0 / 191.9 / 180.1 against 219.4 / 193.6 / 201.9
+// tok/s (CpuPerf.DISABLED_Prefill: 512 x 9728 -> 2560 183-201 against 224-228 GFLOP/s; unchunked 201-213),
+// but dense decode batch 8 73.5 / 74.5 / 74.4 against 63.9 / 64.5 / 65.3; batch 32 even. Chunks change
+// no bit (the accumulators wait whole in `keep`).
+constexpr int64_t kChunkFma = 4096, kChunkFmaFew = 1024, kFewRowsChunked = 16;
 template <Bf16DotForm F>
-int64_t chunk_k(int64_t k) {
-  return F == Bf16DotForm::Vdpbf16ps ? k : std::min(k, kChunkFma);
+int64_t chunk_k(int64_t k, int64_t rows) {
+  if (F == Bf16DotForm::Vdpbf16ps) return k;
+  return std::min(k, rows <= kFewRowsChunked ? kChunkFmaFew : kChunkFma);
 }
 
 // A gemm tile (bf16 weights): the tile's rows are rounded to bf16 once (and packed, from 5 rows on),
@@ -368,7 +376,7 @@ static void gemm_tile(const GemmTile& t) {
       }
       if (packed) {  // kRows is a multiple of 8, so the row block starts a packed block
         const char* xp = xpk + r0 * packed_row_bytes<F>(kp);
-        const int64_t kc = chunk_k<F>(t.k);
+        const int64_t kc = chunk_k<F>(t.k, t.rows);
         if (kc >= t.k) {
           for (; c + G <= cols; c += G)
             rows_c_packed<F, G>(xp, rows, kp, wr + c, KSpan{0, t.k, t.k}, o + c, t.ldo, next(c + G));
