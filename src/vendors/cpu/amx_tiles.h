@@ -61,9 +61,9 @@ inline __mmask16 first_n16(int64_t n) { return n >= 16 ? __mmask16{0xffff} : sta
 //
 // Where B streams from L2 (kStreamB), its loads go first, ahead of the A tiles' from L1 and of the
 // products: the longest wait starts earliest. A stand-alone 2 x 2 block over 16 k steps with its C tiles
-// reloaded per block, as the panel runs it: 60-66% of the register peak with the interleaved order
-// below, 66-73% with B first (12 alternated rounds, one core, Xeon family 6 model 167). Software
-// prefetches of the next step's B lines made it slower (46-49%).
+// reloaded per block, as the panel runs it: 59-69% of the register peak with the interleaved order
+// below, 65-77% with B first (12 alternated rounds, one core, Xeon family 6 model 167). Software
+// prefetches of the next step's B lines made it slower (36-54%).
 template <int MA, int NB, bool kStreamB = false>
 inline void step(const uint16_t* const* a, const int64_t* as, const uint16_t* const* b) {
   if constexpr (kStreamB && MA == 2 && NB == 2) {
