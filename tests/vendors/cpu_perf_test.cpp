@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -847,6 +848,33 @@ TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
     time_decode_attention(32, 8, 1, 8192, threads);
     time_decode_attention(32, 8, 8, 4096, threads);
     if (threads == cores) break;
+  }
+}
+// The Avx512Bf16 tier's bf16 tile in its FMA form alone, called over and over on the same rows and weights
+// (in L1 or L2), one thread: what the tile reaches with no memory stream and no threading, against the
+// stand-alone copy of its 8 x 3 loop (docs/performance/sapphire-rapids.md, twelfth session).
+TEST(CpuPerf, DISABLED_Bf16TileOnHotData) {
+  if (!cpu::bf16_dot_supported()) GTEST_SKIP() << "no avx512_bf16";
+  std::mt19937 g(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const std::vector<std::array<int64_t, 3>> shapes = {{32, 1024, 96}, {32, 2048, 96}, {8, 1024, 96}, {32, 1024, 3}};
+  for (const auto& [rows, k, cols] : shapes) {
+    std::vector<float> x(static_cast<size_t>(rows * k)), o(static_cast<size_t>(rows * cols));
+    std::vector<uint16_t> w(static_cast<size_t>(cols * k));
+    for (float& v : x) v = nd(g);
+    for (uint16_t& v : w) v = f32_to_bf16(0.05f * nd(g));
+    const cpu::GemmTile t{x.data(), k, w.data(), k, o.data(), cols, rows, cols, k};
+    const cpu::GemmTileFn tile = cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs);
+    const double flop = 2.0 * static_cast<double>(rows * cols * k);
+    const int64_t calls = static_cast<int64_t>(2e9 / flop) + 1;
+    for (int rep = 0; rep < 3; ++rep) {
+      const double t0 = cpu_seconds();
+      for (int64_t i = 0; i < calls; ++i) tile(t);
+      const double s = cpu_seconds() - t0;
+      std::printf("FMA-form tile %lld rows x k %lld x %lld weight rows, hot: %.1f GFLOP/s\n",
+                  static_cast<long long>(rows), static_cast<long long>(k), static_cast<long long>(cols),
+                  flop * static_cast<double>(calls) / s * 1e-9);
+    }
   }
 }
 }  // namespace
