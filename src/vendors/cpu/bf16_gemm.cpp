@@ -49,7 +49,7 @@ static void to_bf16(const float* x, int64_t k, int64_t kp, uint16_t* out) {
 // its k step and moves one step on; the packed one is a pointer plus a fixed offset per row, where each
 // row's address had been computed from k (the 8 x 3 block's step: ~20 scalar operations besides its 48
 // FMAs, ~12 now). Sapphire Rapids, avx512bf16, CpuPerf.DISABLED_Prefill medians in three alternated
-// rounds: +3-18% in the first, within 3% either way in the other two; the dense model even.
+// rounds: +4-18% in the first, -3 to +9% in the second, -2 to +3% in the third; the dense model even.
 struct RowArrays {
   const uint16_t* const* x;
   template <class D>
