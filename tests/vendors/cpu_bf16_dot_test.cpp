@@ -4,6 +4,7 @@
 // for batch invariance and thread-count determinism bit for bit, and on the golden models against
 // ref_logits_bf16.npy (the logits of a bf16 run) with the same argmax everywhere.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -172,6 +173,41 @@ TEST(CpuBf16Dot, FmaFormGivesVdpbf16psBitsOnIntel) {
       t.out = b.data();
       cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs)(t);
       EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << rows << " rows, k " << k;
+    }
+}
+
+// Note [bf16 pair order]: the FMA form's tiles of many rows run the packed f32 kernel in the form's
+// order, rounding the activations in integer lanes as they pack them; the few-row tiles round with
+// vcvtne2ps2bf16 and run the form's own blocks. Each row of a many-row tile against the same row alone,
+// bit for bit, with the rounding's corner cases among the activations (denormals read as zero, ties to
+// even, a value that rounds up to infinity, NaN) and k ending in a partial step, a partial vector, or
+// across the packed kernel's k blocks. On any CPU with AVX512_BF16: the form runs wherever the tier does.
+TEST(CpuBf16Dot, FmaFormManyRowTileGivesItsFewRowBits) {
+  if (!cpu::bf16_dot_supported()) GTEST_SKIP() << "no avx512_bf16";
+  std::mt19937 g(29);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const float specials[] = {1e-40f,      -1e-40f,  1.17e-38f,  -0.0f,      1.00390625f,
+                            1.01171875f, 2.5e-39f, 1.0000001f, -1.0078125f};
+  const cpu::GemmTileFn tile = cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs);
+  for (int64_t k : {32, 40, 257, 1024, 2100})
+    for (int64_t rows : {16, 37}) {
+      const int64_t cols = 23;
+      std::vector<float> x(static_cast<size_t>(rows * k)), all(static_cast<size_t>(rows * cols)), one(cols);
+      std::vector<uint16_t> w(static_cast<size_t>(cols * k));
+      for (float& v : x) v = nd(g);
+      for (size_t i = 0; i < x.size(); i += 5) x[i] = specials[(i / 5) % std::size(specials)];
+      x[static_cast<size_t>(k + 1)] = 3.4e38f;  // rounds up to infinity
+      // NaNs whose rounding bias would carry into the exponent or the quiet bit
+      x[static_cast<size_t>(2 * k + 3)] = std::bit_cast<float>(0x7f800001u);
+      x[static_cast<size_t>(4 * k + 2)] = std::bit_cast<float>(0xffbfffffu);
+      std::fill(x.begin() + 3 * k, x.begin() + 4 * k, 3e-39f);  // row 3 all denormal: zero once rounded
+      for (uint16_t& v : w) v = f32_to_bf16(0.05f * nd(g));
+      tile(cpu::GemmTile{x.data(), k, w.data(), k, all.data(), cols, rows, cols, k});
+      for (int64_t r = 0; r < rows; ++r) {
+        tile(cpu::GemmTile{x.data() + r * k, k, w.data(), k, one.data(), cols, 1, cols, k});
+        EXPECT_EQ(std::memcmp(one.data(), all.data() + r * cols, one.size() * sizeof(float)), 0)
+            << "row " << r << " of " << rows << ", k " << k;
+      }
     }
 }
 

@@ -852,12 +852,27 @@ TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
 }
 // The Avx512Bf16 tier's bf16 tile in its FMA form alone, called over and over on the same rows and weights
 // (in L1 or L2), one thread: what the tile reaches with no memory stream and no threading, against the
-// stand-alone copy of its 8 x 3 loop (docs/performance/sapphire-rapids.md, twelfth session).
+// stand-alone copy of its 8 x 3 loop (docs/performance/sapphire-rapids.md, twelfth session). Tiles of 12
+// rows or more take the pair-order packed kernel (Note [bf16 pair order]), fewer the 8 x 3 blocks.
+// OPCHAIN_PERF_SHAPES=rows,k,cols;... picks the shapes.
 TEST(CpuPerf, DISABLED_Bf16TileOnHotData) {
   if (!cpu::bf16_dot_supported()) GTEST_SKIP() << "no avx512_bf16";
   std::mt19937 g(3);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  const std::vector<std::array<int64_t, 3>> shapes = {{32, 1024, 96}, {32, 2048, 96}, {8, 1024, 96}, {32, 1024, 3}};
+  std::vector<std::array<int64_t, 3>> shapes = {{32, 1024, 96}, {32, 2048, 96}, {8, 1024, 96}, {32, 1024, 3}};
+  if (const char* e = std::getenv("OPCHAIN_PERF_SHAPES")) {
+    shapes.clear();
+    long long a, b, c;
+    int n = 0;
+    while (std::sscanf(e, "%lld,%lld,%lld%n", &a, &b, &c, &n) == 3) {
+      shapes.push_back({a, b, c});
+      e += n;
+      if (*e == ';')
+        ++e;
+      else
+        break;
+    }
+  }
   for (const auto& [rows, k, cols] : shapes) {
     std::vector<float> x(static_cast<size_t>(rows * k)), o(static_cast<size_t>(rows * cols));
     std::vector<uint16_t> w(static_cast<size_t>(cols * k));

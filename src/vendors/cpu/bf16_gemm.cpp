@@ -339,6 +339,16 @@ int64_t chunk_k(int64_t k, int64_t rows) {
   return std::min(k, rows <= kFewRowsChunked ? kChunkFmaFew : kChunkFma);
 }
 
+// From this many rows the FMA form's tile is the packed f32 kernel walking k in the form's order (Note
+// [bf16 pair order], simd_impl.inc): the same bits, 4 x 6 accumulators on a weight panel widened once per
+// k block, where the 8 x 3 blocks below widen the weights at every step and read twice the activation
+// bytes per FMA. Sapphire Rapids, OPCHAIN_CPU_ISA=avx512bf16, alternated against the 8 x 3 blocks: one
+// thread, weights in cache (CpuPerf.DISABLED_RowCounts, 768 weight rows, k 2048 and 4096), 8 rows -7 to
+// -18%, 9-11 rows mixed, 12-13 rows -2 to +15%, 24-64 rows +5 to +21%; two threads
+// (CpuPerf.DISABLED_Prefill, medians) the 512-row linears and the experts' grouped matmuls +1 to +22%
+// (median +6%); dense prefill 512 +6 and +8%, MoE prefill 512 +2 and +10%.
+constexpr int64_t kPairOrderMinRows = 12;
+
 // A gemm tile (bf16 weights): the tile's rows are rounded to bf16 once (and packed, from 5 rows on),
 // then weight rows in groups of kGroupCols (4-8 for 1-4 rows: more independent loads in flight) stay
 // in L1 while the rows pass over them, or, with k in chunks, an 8-row block's chunk stays in L1 while
@@ -347,6 +357,10 @@ template <Bf16DotForm F>
 static void gemm_tile(const GemmTile& t) {
   constexpr int G = kGroupCols;
   constexpr int64_t kRows = 32, kCols = 96;
+  if (F == Bf16DotForm::FmaPairs && t.rows >= kPairOrderMinRows) {  // the same bits, the packed tile's blocking
+    bf16_pair_order_gemm_tile()(t);
+    return;
+  }
   const int64_t kp = (t.k + kPair - 1) / kPair * kPair;
   thread_local std::vector<uint16_t> xbuf;
   uint16_t* xb = scratch_aligned(xbuf, static_cast<size_t>(t.rows * kp));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "vendors/cpu/amx.h"
@@ -345,9 +346,34 @@ static inline void vload_bf16x2(const uint16_t* p, vec& even, vec& odd) {
   even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
   odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
+// v rounded to bf16 as vcvtne2ps2bf16 rounds (the Avx512Bf16 tier's to_bf16), kept as f32: to nearest,
+// ties to even; a denormal reads as the zero of its sign; a NaN stays NaN, quieted. Integer lanes, so
+// that AVX-512F alone gives that instruction's bits.
+static inline vec vround_bf16(vec v) {
+  const __m512i b = _mm512_castps_si512(v), high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512i magnitude = _mm512_and_si512(b, _mm512_set1_epi32(0x7fffffff));
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_and_si512(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7fff)), odd), high);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
+  const __mmask16 tiny = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x00800000));
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_and_si512(_mm512_or_si512(b, _mm512_set1_epi32(0x00400000)), high));
+  r = _mm512_mask_mov_epi32(r, tiny, _mm512_andnot_si512(magnitude, b));
+  return _mm512_castsi512_ps(r);
+}
+// The 32 floats at p rounded by vround_bf16, split as vload_bf16x2 splits 32 bf16 values.
+static inline void vload_bf16_rounded_x2(const float* p, vec& even, vec& odd) {
+  const __m512i even_idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd_idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512 a = vround_bf16(_mm512_loadu_ps(p)), b = vround_bf16(_mm512_loadu_ps(p + 16));
+  even = _mm512_permutex2var_ps(a, even_idx, b);
+  odd = _mm512_permutex2var_ps(a, odd_idx, b);
+}
+#define OPCHAIN_SIMD_PAIR_ORDER 1
 #include "vendors/cpu/simd_impl.inc"
+#undef OPCHAIN_SIMD_PAIR_ORDER
 // (after simd_impl.inc, whose helpers it uses)
 #include "vendors/cpu/decode_attention_impl.inc"
+static void gemm_bf16_pair_order(const GemmTile& t) { gemm_tile_packed<DType::BF16, PairOrder>(t); }
 const SimdKernels kKernels = {Isa::Avx512,
                               gemm_tile<DType::F32>,
                               gemm_tile<DType::BF16>,
@@ -479,6 +505,14 @@ const SimdKernels* simd_for(Isa isa) {
 }
 
 const SimdKernels& simd() { return *simd_for(active_isa()); }
+
+GemmTileFn bf16_pair_order_gemm_tile() {
+#if OPCHAIN_CPU_X86
+  return &avx512::gemm_bf16_pair_order;
+#else
+  return nullptr;
+#endif
+}
 
 bool bf16_dot_supported() {
 #if OPCHAIN_CPU_X86

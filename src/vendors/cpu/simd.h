@@ -99,6 +99,9 @@ using GemmTileFn = void (*)(const GemmTile&);
 GemmTileFn bf16_dot_gemm();
 // The Avx512Bf16 tier's bf16 tile in the given form (Note [bf16 dot forms]); null off x86.
 GemmTileFn avx512_bf16_gemm_tile(Bf16DotForm form);
+// The packed f32 tile (AVX-512F) walking k in Note [bf16 pair order] (simd_impl.inc): bf16 weights, f32
+// x rounded to bf16 as it packs them; the bits of the FMA form's tile. Null off x86.
+GemmTileFn bf16_pair_order_gemm_tile();
 
 const SimdKernels& simd();             // of active_isa()
 const SimdKernels* simd_for(Isa isa);  // null when not compiled in
