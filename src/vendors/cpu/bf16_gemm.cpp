@@ -344,9 +344,9 @@ int64_t chunk_k(int64_t k, int64_t rows) {
 // k block, where the 8 x 3 blocks below widen the weights at every step and read twice the activation
 // bytes per FMA. Sapphire Rapids, OPCHAIN_CPU_ISA=avx512bf16, alternated against the 8 x 3 blocks: one
 // thread, weights in cache (CpuPerf.DISABLED_RowCounts, 768 weight rows, k 2048 and 4096), 8 rows -7 to
-// -18%, 9-11 rows mixed, 12-13 rows -2 to +15%, 24-64 rows +5 to +21%; two threads
-// (CpuPerf.DISABLED_Prefill, medians) the 512-row linears and the experts' grouped matmuls +1 to +22%
-// (median +6%); dense prefill 512 +6 and +8%, MoE prefill 512 +2 and +10%.
+// -18%, 9-11 rows mixed, 12-13 rows -5 to +15%, 24-64 rows +5 to +21%; two threads
+// (CpuPerf.DISABLED_Prefill, medians) the 512-row linears and the experts' grouped matmuls -1 to +22%
+// (median +6%); in two rounds against llama.cpp dense prefill 512 +9 and +12%, MoE prefill 512 +5 and +12%.
 constexpr int64_t kPairOrderMinRows = 12;
 
 // A gemm tile (bf16 weights): the tile's rows are rounded to bf16 once (and packed, from 5 rows on),
