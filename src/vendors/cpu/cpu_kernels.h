@@ -55,7 +55,8 @@ bool bf16_dot_supported();
 //   FMAs, the odd product first: exactly what Intel's vdpbf16ps computes (measured bit for bit; the
 //   products are exact in f32), except that vdpbf16ps flushes subnormal inputs and results to zero.
 //   Intel cores (Sapphire Rapids, Emerald Rapids) issue vdpbf16ps only once per two cycles, half the
-//   rate of their two f32 FMA ports, so there the FMA form is the faster one.
+//   rate of their two f32 FMA ports, so there the FMA form is the faster one. Its tiles of 12 rows or
+//   more run the f32 packed GEMM walking k in this form's order (Note [bf16 pair order], simd_impl.inc).
 // The default is FmaPairs on Intel and Vdpbf16ps elsewhere; OPCHAIN_CPU_BF16_DOT=fma|vdpbf16ps overrides
 // it, and tests switch it with set_bf16_dot_form(). Each form is batch invariant and deterministic;
 // only the form, like the ISA, can change the rounding (on AMD the two may differ in the last bits).
