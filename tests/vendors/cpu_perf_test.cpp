@@ -136,25 +136,41 @@ void stream_grouped(int64_t tokens, int reps) {
       2.0 * tokens * k * in * out / s * 1e-9);
 }
 
-// Batch-32 decode's lm_head (Qwen3: 151936 x 2048 bf16, 622 MB) on all threads at bf16 precision:
-// compute bound (32 rows), its weights far past the last-level cache. Wall-clock GFLOP/s.
+// OPCHAIN_PERF_ROWS=a,b,... where set, else `fallback`.
+std::vector<int64_t> row_counts_from_env(std::vector<int64_t> fallback) {
+  const char* e = std::getenv("OPCHAIN_PERF_ROWS");
+  if (e == nullptr) return fallback;
+  std::vector<int64_t> counts;
+  for (const char* p = e; *p;) {
+    char* end = nullptr;
+    counts.push_back(std::strtoll(p, &end, 10));
+    p = *end ? end + 1 : end;
+  }
+  return counts;
+}
+
+// Batched decode's lm_head (Qwen3: 151936 x 2048 bf16, 622 MB) on all threads at bf16 precision, its
+// weights far past the last-level cache: 32 rows (compute bound), or OPCHAIN_PERF_ROWS=8,32,... Wall clock.
 TEST(CpuPerf, DISABLED_LmHead) {
   std::mt19937 g(6);
-  const int64_t rows = 32, in = 2048, out = 151936;
-  Tensor x = rand_f32(g, {rows, in});
+  const int64_t in = 2048, out = 151936;
+  const std::vector<int64_t> counts = row_counts_from_env({32});
   Tensor w = rand_tensor(g, DType::BF16, {out, in}, -0.02f, 0.02f);
-  Tensor o = Tensor::empty(DType::F32, {rows, out});
   const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, DType::BF16);
-  const LinearArgs args{x, w, Tensor{}, o, MatmulPrecision::Bf16};
-  k.fn(args);
-  for (int rep = 0; rep < 3; ++rep) {
-    timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+  for (const int64_t rows : counts) {
+    Tensor x = rand_f32(g, {rows, in});
+    Tensor o = Tensor::empty(DType::F32, {rows, out});
+    const LinearArgs args{x, w, Tensor{}, o, MatmulPrecision::Bf16};
     k.fn(args);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    const double s = (b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec);
-    std::printf("lm_head 32 x 2048 x 151936 bf16: %.1f ms wall, %.1f GFLOP/s\n", s * 1e3,
-                2.0 * rows * in * out / s * 1e-9);
+    for (int rep = 0; rep < 3; ++rep) {
+      timespec a, b;
+      clock_gettime(CLOCK_MONOTONIC, &a);
+      k.fn(args);
+      clock_gettime(CLOCK_MONOTONIC, &b);
+      const double s = (b.tv_sec - a.tv_sec) + 1e-9 * (b.tv_nsec - a.tv_nsec);
+      std::printf("lm_head %lld x 2048 x 151936 bf16: %.1f ms wall, %.1f GFLOP/s, %.1f GB/s of weights\n",
+                  static_cast<long long>(rows), s * 1e3, 2.0 * rows * in * out / s * 1e-9, 2.0 * in * out / s * 1e-9);
+    }
   }
 }
 
@@ -215,15 +231,7 @@ TEST(CpuPerf, DISABLED_GroupedDecode) {
 // kernel's compute ceiling by rows as k grows. OPCHAIN_PERF_ROWS=a,b,... picks the row counts.
 TEST(CpuPerf, DISABLED_RowCounts) {
   ThreadPool::set_global_threads(1);
-  std::vector<int64_t> counts = {4, 8, 16, 32, 48, 64, 96, 128, 512};
-  if (const char* e = std::getenv("OPCHAIN_PERF_ROWS")) {
-    counts.clear();
-    for (const char* p = e; *p;) {
-      char* end = nullptr;
-      counts.push_back(std::strtoll(p, &end, 10));
-      p = *end ? end + 1 : end;
-    }
-  }
+  const std::vector<int64_t> counts = row_counts_from_env({4, 8, 16, 32, 48, 64, 96, 128, 512});
   for (int64_t k : {2048, 4096})
     for (int64_t rows : counts) time_linear(rows, k, 768, rows >= 128 ? 10 : 40, MatmulPrecision::Bf16);
   ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

@@ -90,6 +90,14 @@ struct PackedRows {
 // rounds against 1 group: 8 rows 44 -> 33 ms, 32 rows 87-89 -> 84-86 ms.
 constexpr int64_t kPfGroups = 4;
 
+// With k in chunks (the FMA form's batched-decode tiles) the next group's lines at the same k step are a
+// whole group's chunk ahead (~1000 cycles), so one group is enough, and the other three groups' 9 lines
+// a step only cost load slots (each line asked for four times). Sapphire Rapids, OPCHAIN_CPU_ISA=
+// avx512bf16, 2026-12-07, against four groups: dense decode batch 8 +4%, +4%, +14% in three alternated
+// rounds (`opchain bench`, 75.7 -> 78.7 tok/s in the first); 8 rows, one thread, weights in L3
+// (CpuPerf.DISABLED_RowCounts) 88-97 -> 106-114 GFLOP/s; two groups in between.
+constexpr int64_t kPfGroupsChunked = 1;
+
 // The k range a micro-kernel call covers. A whole dot (keep null) starts from zero and ends in out. A
 // tile may instead split k into chunks so that its packed rows stay in L1 across weight groups: then
 // the accumulators wait in `keep` (R x C vectors, row stride keep_ld) between the chunks, stored and
@@ -131,7 +139,7 @@ static inline void micro(Rows x, const uint16_t* const* w, KSpan ks, float* out,
     if (pf && --until_pf < 0) until_pf = pf_every - 1;
     if (prefetch) {
       if (ks.keep) {  // a chunk: the same k step of the next groups' rows (row c of group g at pf + (gC + c) k)
-        for (int64_t g = 0; g < kPfGroups; ++g) {
+        for (int64_t g = 0; g < kPfGroupsChunked; ++g) {
 #pragma GCC unroll 8
           for (int c = 0; c < C; ++c) __builtin_prefetch(pf + ((g * C + c) * k + i) * 2, 0, 2);
         }
