@@ -499,18 +499,19 @@ TEST(CpuBatchInvariance, PagedPrefillAttention) {
   }
 }
 
-// Each sequence alone == the same sequence in a batch, bit for bit, on every tier: at F32 (the f32
+// Each sequence alone == the same sequence in a batch, bit for bit, on every path: at F32 (the f32
 // loops, an odd head dim) and at Bf16 with a head dim of 64 (Note [AMX attention] on Isa::Amx, where
-// chunks of 128 positions and query tiles of 16 split the sequences differently in the two calls).
+// chunks of 128 positions and query tiles of 16 split the sequences differently in the two calls; Note
+// [bf16 dot attention] on Avx512Bf16 in the Vdpbf16ps form).
 TEST(CpuBatchInvariance, PrefillAttention) {
   EnvGuard guard;
   std::mt19937 g(13);
   const std::vector<SeqLens> seqs = {{9, 9}, {137, 137}, {1, 1}, {70, 70}, {300, 300}};
   for (const auto& [prec, d] :
        {std::pair{MatmulPrecision::F32, int64_t{33}}, std::pair{MatmulPrecision::Bf16, int64_t{64}}})
-    for (cpu::Isa isa : supported_isas()) {
-      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(matmul_precision_name(prec)));
-      ASSERT_TRUE(cpu::set_active_isa(isa));
+    for (const CpuPath& path : cpu_paths()) {
+      SCOPED_TRACE(path.name + " " + std::string(matmul_precision_name(prec)));
+      ASSERT_TRUE(select_path(path));
       const int64_t hq = 6, hk = 3;
       AttnSetup s = make_attn(g, seqs, 16, 0, false);
       Tensor q = rand_f32(g, {s.rows, hq, d}), kk = rand_f32(g, {s.rows, hk, d}), v = rand_f32(g, {s.rows, hk, d});
@@ -533,6 +534,23 @@ TEST(CpuBatchInvariance, PrefillAttention) {
     }
 }
 
+// The largest |bf16 - f32| / (1 + |f32|) of one prefill (100 queries, hq 8, hk 2, head dim d) at Bf16
+// against F32 precision on the active path: zero where Bf16 runs the f32 loops.
+float bf16_attention_departure(std::mt19937& g, int64_t d) {
+  AttnSetup s = make_attn(g, {{100, 100}}, 16, 0, false);
+  Tensor q = rand_f32(g, {s.rows, 8, d}, -2.0f, 2.0f), kk = rand_f32(g, {s.rows, 2, d}, -2.0f, 2.0f),
+         v = rand_f32(g, {s.rows, 2, d});
+  const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
+  Tensor f32 = Tensor::empty(DType::F32, {s.rows, 8, d}), bf16 = Tensor::empty(DType::F32, {s.rows, 8, d});
+  k.fn(PrefillAttentionArgs{q, kk, v, f32, 0.125f, s.meta.get(), MatmulPrecision::F32});
+  k.fn(PrefillAttentionArgs{q, kk, v, bf16, 0.125f, s.meta.get(), MatmulPrecision::Bf16});
+  float worst = 0.0f;
+  for (int64_t i = 0; i < f32.numel(); ++i)
+    worst = std::max(
+        worst, std::fabs(bf16.data<float>()[i] - f32.data<float>()[i]) / (1.0f + std::fabs(f32.data<float>()[i])));
+  return worst;
+}
+
 // On Isa::Amx a Bf16 prefill really takes the tile path (its results differ from the f32 loops' by
 // the bf16 roundings) and stays within the harness's bf16 tolerance of them; a head dim the tiles do
 // not take (24) runs the f32 loops at any precision.
@@ -542,25 +560,29 @@ TEST(CpuAmxAttention, Bf16PrecisionRunsOnTheTilesOnlyWhereTheyApply) {
   if (std::find(isas.begin(), isas.end(), cpu::Isa::Amx) == isas.end()) GTEST_SKIP() << "this CPU has no AMX";
   ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Amx));
   std::mt19937 g(21);
-  for (int64_t d : {int64_t{128}, int64_t{24}}) {
-    AttnSetup s = make_attn(g, {{100, 100}}, 16, 0, false);
-    Tensor q = rand_f32(g, {s.rows, 8, d}, -2.0f, 2.0f), kk = rand_f32(g, {s.rows, 2, d}, -2.0f, 2.0f),
-           v = rand_f32(g, {s.rows, 2, d});
-    const auto k = cpu_kernel<OpType::PrefillAttention>(DType::F32);
-    Tensor f32 = Tensor::empty(DType::F32, {s.rows, 8, d}), bf16 = Tensor::empty(DType::F32, {s.rows, 8, d});
-    k.fn(PrefillAttentionArgs{q, kk, v, f32, 0.125f, s.meta.get(), MatmulPrecision::F32});
-    k.fn(PrefillAttentionArgs{q, kk, v, bf16, 0.125f, s.meta.get(), MatmulPrecision::Bf16});
-    float worst = 0.0f;
-    for (int64_t i = 0; i < f32.numel(); ++i)
-      worst = std::max(
-          worst, std::fabs(bf16.data<float>()[i] - f32.data<float>()[i]) / (1.0f + std::fabs(f32.data<float>()[i])));
-    if (d == 24) {
-      EXPECT_EQ(worst, 0.0f) << "d 24";
-    } else {
-      EXPECT_GT(worst, 1e-5f) << "d 128: no bf16 rounding seen";
-      EXPECT_LT(worst, 1e-2f) << "d 128";
-    }
+  const float d128 = bf16_attention_departure(g, 128);
+  EXPECT_GT(d128, 1e-5f) << "d 128: no bf16 rounding seen";
+  EXPECT_LT(d128, 1e-2f) << "d 128";
+  EXPECT_EQ(bf16_attention_departure(g, 24), 0.0f) << "d 24";
+}
+
+// Likewise on Avx512Bf16 in the Vdpbf16ps form (Note [bf16 dot attention]), for head dims of 128 and 96
+// (the value products' 8- and 2-vector column blocks); in the FmaPairs form, where VDPBF16PS is slower
+// than the FMA, and for a head dim of 24, Bf16 runs the f32 loops.
+TEST(CpuDotAttention, Bf16PrecisionRunsOnVdpbf16psOnlyWhereItApplies) {
+  EnvGuard guard;
+  if (!cpu::isa_supported(cpu::Isa::Avx512Bf16)) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  ASSERT_TRUE(cpu::set_active_isa(cpu::Isa::Avx512Bf16));
+  std::mt19937 g(22);
+  cpu::set_bf16_dot_form(cpu::Bf16DotForm::Vdpbf16ps);
+  for (int64_t d : {int64_t{128}, int64_t{96}}) {
+    const float worst = bf16_attention_departure(g, d);
+    EXPECT_GT(worst, 1e-5f) << "d " << d << ": no bf16 rounding seen";
+    EXPECT_LT(worst, 1e-2f) << "d " << d;
   }
+  EXPECT_EQ(bf16_attention_departure(g, 24), 0.0f) << "d 24";
+  cpu::set_bf16_dot_form(cpu::Bf16DotForm::FmaPairs);
+  EXPECT_EQ(bf16_attention_departure(g, 128), 0.0f) << "FmaPairs form, d 128";
 }
 
 // A single-query sequence of a prefill over the cache (a decode row in a step that also prefills another

@@ -18,10 +18,11 @@ constexpr int64_t kQueryTile = 16;     // queries of one sequence per work item
 constexpr int64_t kKvChunk = 32;       // kv positions per online-softmax step (absolute: [32c, 32c + 32))
 constexpr int64_t kMaxItemRows = 128;  // (query, head) rows per work item, bounding its state
 constexpr int64_t kLanesMax = 16;      // score widths are padded to whole vectors of the widest ISA
+static_assert(kKvChunk == dot_attention::kChunk, "Note [bf16 dot attention] takes attention()'s chunks");
 
 // Row r of an item is (kv head hh = h0 + r / (nq * group), query i0 + (r / group) % nq, head h = r % group):
-// each kv head's rows are contiguous.
-void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const AttnItem& it) {
+// each kv head's rows are contiguous. dot: the products on VDPBF16PS (Note [bf16 dot attention]).
+void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const AttnItem& it, bool dot) {
   const int64_t d = job.d, group = job.hq / job.hk, nq = it.i1 - it.i0, nh = it.h1 - it.h0;
   const int64_t head_rows = nq * group, rows = nh * head_rows;
   // Running max m, denominator l, numerator acc[d] and the chunk's scores of every row; q pointers.
@@ -41,6 +42,7 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   thread_local std::vector<float> vwide_buf;
   float* vwide = scratch_aligned(vwide_buf, static_cast<size_t>(kKvChunk * d));
   const void* krows[kKvChunk];
+  const void* vrows[kKvChunk];
   auto at = [&](const void* base, int64_t offset) { return static_cast<const char*>(base) + offset * esize; };
   thread_local std::vector<float*> yrow_buf;
   float** yrows = scratch(yrow_buf, static_cast<size_t>(rows));
@@ -59,6 +61,20 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
     l[r] = 0.0f;
   }
   std::fill(acc, acc + rows * d, 0.0f);
+  // The dot path's bf16 operands: the item's q rows, a chunk's keys and values of a kv f32 cache rounded,
+  // the keys as [d/2][kKvChunk] pairs and the values as [kKvChunk/2][d] pairs (Note [bf16 dot attention]).
+  thread_local std::vector<uint16_t> dot_buf;
+  uint16_t *qb = nullptr, *kround = nullptr, *vround = nullptr;
+  uint32_t *kpairs = nullptr, *vpairs = nullptr;
+  if (dot) {
+    uint16_t* b = scratch_aligned(dot_buf, static_cast<size_t>((rows + 4 * kKvChunk) * d));
+    qb = b;
+    kround = qb + rows * d;
+    vround = kround + kKvChunk * d;
+    kpairs = reinterpret_cast<uint32_t*>(vround + kKvChunk * d);
+    vpairs = kpairs + kKvChunk * d / 2;
+    dot_attention::round_rows(qrows, rows, d, qb);
+  }
 
   const int64_t max_visible = s.past + it.i1;  // the last query's
   // Offsets of each chunk position's row (kv head 0; the same in the k and v caches), found once per
@@ -111,6 +127,8 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t j = p - p0, off = base[j] + hh * d;
         krows[j] = at(job.k, off);
+        vrows[j] = at(job.v, off);
+        if (dot) continue;
         // Values copied to one block, f32 ones too: in place, a chunk's rows lie hk * d floats apart
         // (2 KiB for 4 kv heads of 128), so the L1 sets they map to hold fewer of them than P @ V
         // rereads for every group of rows.
@@ -125,12 +143,31 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
       // rows); positions a row must not see are left out below. Keys transposed once per chunk and kv
       // head serve all its rows; missing positions of a short last chunk are zero.
       const int64_t r0 = (hh - it.h0) * head_rows + (first - it.i0) * group, r1 = (hh - it.h0 + 1) * head_rows;
-      const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
-      sk.transpose_keys(krows, job.kv_dtype, p1 - p0, d, kt, width);
-      sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
+      if (dot) {
+        if (!bf16) {
+          dot_attention::round_rows(reinterpret_cast<const float* const*>(krows), p1 - p0, d, kround);
+          dot_attention::round_rows(reinterpret_cast<const float* const*>(vrows), p1 - p0, d, vround);
+          for (int64_t j = 0; j < p1 - p0; ++j) {
+            krows[j] = kround + j * d;
+            vrows[j] = vround + j * d;
+          }
+        }
+        // A bf16 key row's 32-bit elements are its head-dim pairs: the f32 transpose moves them as they are.
+        sk.transpose_keys(krows, DType::F32, p1 - p0, d / 2, reinterpret_cast<float*>(kpairs), kKvChunk);
+        dot_attention::pack_values(reinterpret_cast<const uint16_t* const*>(vrows), p1 - p0, d, vpairs);
+        dot_attention::scores(qb + r0 * d, r1 - r0, kpairs, d, score + r0 * kKvChunk, kKvChunk);
+      } else {
+        const int64_t width = (p1 - p0 + kLanesMax - 1) / kLanesMax * kLanesMax;
+        sk.transpose_keys(krows, job.kv_dtype, p1 - p0, d, kt, width);
+        sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
+      }
       for (int64_t r = r0; r < r1; ++r) count[r] = std::min(p1, visible[r]) - p0;
       sk.softmax_chunk_rows(score + r0 * kKvChunk, kKvChunk, r1 - r0, count + r0, job.scale, m + r0, l + r0,
                             acc + r0 * d, d);
+      if (dot) {
+        dot_attention::weighted_values(acc + r0 * d, r1 - r0, score + r0 * kKvChunk, kKvChunk, count + r0, vpairs, d);
+        continue;
+      }
       // P @ V, rows that see the same positions together (a query's heads always do; every row
       // does in chunks wholly in the past).
       for (int64_t r = r0; r < r1;) {
@@ -247,7 +284,8 @@ void attention(const AttnJob& job, const AttnSeq* seqs, int64_t count) {
     amx_attention(job, seqs, count, items, cost_before, total);
     return;
   }
-  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i]); });
+  const bool dot = dot_attention_applies(job);
+  parallel_balanced(cost_before, total, [&](size_t i) { run_item(sk, job, seqs[items[i].seq], items[i], dot); });
 }
 
 }  // namespace opchain::cpu

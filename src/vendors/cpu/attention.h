@@ -75,4 +75,22 @@ bool amx_attention_applies(const AttnJob& job);
 void amx_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count, const std::vector<AttnItem>& items,
                    const std::vector<int64_t>& cost_before, int64_t total);
 
+// Note [bf16 dot attention] (attention_bf16_dot.cpp): with bf16_dots on Isa::Avx512Bf16 in the Vdpbf16ps
+// form and d a multiple of 32, attention()'s chunks take their two products on VDPBF16PS. Whether a job
+// takes that path:
+bool dot_attention_applies(const AttnJob& job);
+namespace dot_attention {
+constexpr int64_t kChunk = 32;  // kv positions a chunk: attention()'s
+// out[r * d + c] = x[r][c] rounded to bf16 (RNE), r < rows, c < d.
+void round_rows(const float* const* x, int64_t rows, int64_t d, uint16_t* out);
+// vp[j * d + c] = the pair (v[2j][c], v[2j + 1][c]) of bf16 value rows, zero past row n: j < kChunk / 2.
+void pack_values(const uint16_t* const* v, int64_t n, int64_t d, uint32_t* vp);
+// out[r * ldo + j] = q row r (bf16, [rows, d]) . key j, j < kChunk, from keys as pairs kp[(c / 2) * kChunk + j]
+// (the bf16 rows' 32-bit elements transposed).
+void scores(const uint16_t* q, int64_t rows, const uint32_t* kp, int64_t d, float* out, int64_t ldo);
+// acc[r * d + c] += sum over j < cnt[r] of p[r * ldp + j] (rounded to bf16) * value j, from pack_values' vp.
+void weighted_values(float* acc, int64_t rows, const float* p, int64_t ldp, const int64_t* cnt, const uint32_t* vp,
+                     int64_t d);
+}  // namespace dot_attention
+
 }  // namespace opchain::cpu
