@@ -344,11 +344,16 @@ TEST(CpuBatchInvariance, LinearLongK) {
         k.fn(LinearArgs{x.slice_rows(r, r + 1), w, Tensor{}, one});
         EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
       }
-      // Batched-decode sizes: Avx2 runs 5-15 rows on the packed kernel, the zmm tiers on register blocks.
-      for (int64_t n : {5, 8, 13}) {
-        Tensor part = Tensor::empty(DType::F32, {n, out_f});
-        k.fn(LinearArgs{x.slice_rows(3, 3 + n), w, Tensor{}, part});
-        EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(3, 3 + n).raw(), part.nbytes()), 0) << n << " rows";
+      // Batched-decode sizes: the narrow tiers run 5-15 rows on the packed kernel on Intel, on register
+      // blocks elsewhere (both walked here), the zmm tiers on register blocks.
+      for (int64_t min_rows : {5, 16}) {
+        cpu::set_narrow_packed_min_rows(min_rows);
+        for (int64_t n : {5, 8, 13}) {
+          Tensor part = Tensor::empty(DType::F32, {n, out_f});
+          k.fn(LinearArgs{x.slice_rows(3, 3 + n), w, Tensor{}, part});
+          EXPECT_EQ(std::memcmp(part.raw(), full.slice_rows(3, 3 + n).raw(), part.nbytes()), 0)
+              << n << " rows, packed from " << min_rows;
+        }
       }
     }
 }

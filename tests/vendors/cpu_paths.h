@@ -36,13 +36,16 @@ inline bool select_path(const CpuPath& p) {
   return cpu::set_active_isa(p.isa);
 }
 
-// Restores the SIMD path, the bf16 dot form and the pool size a test changed.
+// Restores the SIMD path, the bf16 dot form, the narrow tiers' packed-GEMM threshold and the pool size a
+// test changed.
 struct CpuPathGuard {
   cpu::Isa isa = cpu::active_isa();
   cpu::Bf16DotForm form = cpu::bf16_dot_form();
+  int64_t narrow_packed_min_rows = cpu::narrow_packed_min_rows();
   ~CpuPathGuard() {
     cpu::set_active_isa(isa);
     cpu::set_bf16_dot_form(form);
+    cpu::set_narrow_packed_min_rows(narrow_packed_min_rows);
     ThreadPool::set_global_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   }
 };

@@ -38,6 +38,12 @@ bool isa_supported(Isa isa);
 Isa active_isa();
 // Tests and benchmarks: switch the code path; false (and nothing changes) when the CPU lacks it.
 bool set_active_isa(Isa isa);
+// The row count from which a tile of the tiers with 8 or fewer f32 lanes (Generic, Avx2) takes the
+// packed GEMM instead of register blocks (simd_impl.inc, packed_min_rows(), says what each costs where): 5 on
+// Intel cores, 16 on others, as the zmm tiers always. The same bits either way (Note [Fixed reduction
+// order]); tests set it to walk both paths on any CPU.
+int64_t narrow_packed_min_rows();
+void set_narrow_packed_min_rows(int64_t rows);
 
 // Note [bf16 dot]: linear, grouped_matmul and fused_moe called with MatmulPrecision::Bf16 on bf16
 // weights (Note [Matmul precision]) round the tile's activations to bf16 once and multiply with

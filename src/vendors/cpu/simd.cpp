@@ -479,6 +479,23 @@ std::atomic<int>& isa_slot() {
 
 Isa active_isa() { return static_cast<Isa>(isa_slot().load(std::memory_order_relaxed)); }
 
+namespace {
+std::atomic<int64_t>& narrow_packed_slot() {
+  static std::atomic<int64_t> slot{[] {
+#if OPCHAIN_CPU_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_is("intel") ? int64_t{5} : int64_t{16};
+#else
+    return int64_t{16};
+#endif
+  }()};
+  return slot;
+}
+}  // namespace
+
+int64_t narrow_packed_min_rows() { return narrow_packed_slot().load(std::memory_order_relaxed); }
+void set_narrow_packed_min_rows(int64_t rows) { narrow_packed_slot().store(rows, std::memory_order_relaxed); }
+
 bool set_active_isa(Isa isa) {
   if (!isa_supported(isa) || !simd_for(isa)) return false;
   isa_slot().store(static_cast<int>(isa), std::memory_order_relaxed);
