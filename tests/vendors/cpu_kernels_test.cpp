@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vendors/cpu/attention.h"
 #include "vendors/cpu/cpu_common.h"
 #include "vendors/cpu/cpu_kernels.h"
 #include "vendors/cpu/simd.h"
@@ -588,6 +589,57 @@ TEST(CpuDotAttention, Bf16PrecisionRunsOnVdpbf16psOnlyWhereItApplies) {
   EXPECT_EQ(bf16_attention_departure(g, 24), 0.0f) << "d 24";
   cpu::set_bf16_dot_form(cpu::Bf16DotForm::FmaPairs);
   EXPECT_EQ(bf16_attention_departure(g, 128), 0.0f) << "FmaPairs form, d 128";
+}
+
+// The dot path's softmax step (Note [bf16 dot attention]) against a double-precision one: every count of
+// visible positions a chunk can give a row (0, a short chunk, all 32), rows whose maximum rises (their
+// numerator and denominator rescaled) and rows whose maximum stays. Its powers of two are within 2e-7 of
+// exp2, so the denominator is within 1e-6, every weight within one bf16 step of the rounded exact one,
+// and a position the row must not see weighs exactly zero.
+TEST(CpuDotAttention, SoftmaxWeightsMatchExactPowersOfTwo) {
+  if (!cpu::isa_supported(cpu::Isa::Avx512Bf16)) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  std::mt19937 g(24);
+  std::uniform_real_distribution<float> u(-30.0f, 30.0f);
+  constexpr int64_t chunk = cpu::dot_attention::kChunk, d = 32;
+  const std::vector<int64_t> counts = {0, 1, 5, 16, 17, 31, 32, 32, 32, 3};
+  const int64_t rows = static_cast<int64_t>(counts.size());
+  const float scale = 0.3f, c = scale * 1.44269504088896341f;
+  std::vector<float> s(static_cast<size_t>(rows * chunk)), acc(static_cast<size_t>(rows * d));
+  for (float& x : s) x = u(g);
+  for (float& x : acc) x = u(g);
+  std::vector<float> m(static_cast<size_t>(rows)), l(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {  // even rows: a maximum the chunk exceeds; odd rows: one it cannot reach
+    m[r] = r % 2 == 0 ? -std::numeric_limits<float>::infinity() : (r == 3 ? -1.0f : 40.0f);
+    l[r] = r % 2 == 0 ? 0.0f : 2.5f;
+  }
+  const std::vector<float> m0 = m, l0 = l, acc0 = acc;
+  std::vector<uint32_t> w(static_cast<size_t>(rows * chunk / 2));
+  cpu::dot_attention::softmax_weights(s.data(), chunk, rows, counts.data(), scale, m.data(), l.data(), acc.data(), d,
+                                      w.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE("row " + std::to_string(r) + ", " + std::to_string(counts[r]) + " visible");
+    const int64_t n = counts[r];
+    float top = m0[r];
+    for (int64_t j = 0; j < n; ++j) top = std::max(top, s[r * chunk + j] * c);
+    EXPECT_EQ(m[r], top);
+    const double alpha = std::isinf(m0[r]) ? 0.0 : std::exp2(static_cast<double>(m0[r]) - top);
+    double sum = l0[r] * alpha;
+    for (int64_t j = 0; j < chunk; ++j) {
+      const uint16_t got = static_cast<uint16_t>(w[r * chunk / 2 + j / 2] >> (16 * (j % 2)));
+      if (j >= n) {
+        EXPECT_EQ(got, 0) << "position " << j;
+        continue;
+      }
+      const double exact = std::exp2(static_cast<double>(s[r * chunk + j] * c) - top);
+      sum += exact;
+      EXPECT_LE(std::fabs(bf16_to_f32(got) - exact), exact / 128.0) << "position " << j;
+    }
+    EXPECT_NEAR(l[r], sum, 1e-6 * std::max(sum, 1e-30)) << "denominator";
+    for (int64_t i = 0; i < d; ++i) {
+      const double want = n == 0 || top == m0[r] ? acc0[r * d + i] : acc0[r * d + i] * alpha;
+      EXPECT_NEAR(acc[r * d + i], want, 1e-6 * std::fabs(want) + 1e-30) << "numerator " << i;
+    }
+  }
 }
 
 // A single-query sequence of a prefill over the cache (a decode row in a step that also prefills another

@@ -848,6 +848,19 @@ TEST(CpuPerf, DISABLED_PrefillAttention) {
   ThreadPool::set_global_threads(cores);
 }
 
+// The bf16 rows above alone, against the FMA peak as a yardstick (on Avx512Bf16 in the Vdpbf16ps form:
+// Note [bf16 dot attention]; its products run at twice the FMA's flops).
+TEST(CpuPerf, DISABLED_PrefillAttentionBf16) {
+  const int64_t it = 20'000'000;
+  const double t0 = cpu_seconds();
+  const bool zmm = __builtin_cpu_supports("avx512f");
+  const float f = zmm ? vfmadd_loop(it) : vfmadd_ymm_loop(it);
+  const double peak = (zmm ? 12.0 * 32 : 12.0 * 16) * it / (cpu_seconds() - t0);
+  std::printf("vfmadd231ps %s register loop: %.1f GFLOP/s per core (%g)\n", zmm ? "zmm" : "ymm", peak * 1e-9, f);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int64_t tokens : {512, 2048, 4096}) time_prefill_attention(tokens, cores, peak, MatmulPrecision::Bf16);
+}
+
 TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int threads : {1, cores}) {
@@ -858,10 +871,10 @@ TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {
     if (threads == cores) break;
   }
 }
-// The Avx512Bf16 tier's bf16 tile in its FMA form alone, called over and over on the same rows and weights
-// (in L1 or L2), one thread: what the tile reaches with no memory stream and no threading, against the
-// stand-alone copy of its 8 x 3 loop (docs/performance/sapphire-rapids.md, twelfth session). Tiles of 12
-// rows or more take the pair-order packed kernel (Note [bf16 pair order]), fewer the 8 x 3 blocks.
+// The Avx512Bf16 tier's bf16 tile in the process's dot form (OPCHAIN_CPU_BF16_DOT=fma|vdpbf16ps) alone, called over and
+// over on the same rows and weights (in L1 or L2), one thread: what the tile reaches with no memory stream and no
+// threading, against the stand-alone copy of its 8 x 3 loop (docs/performance/sapphire-rapids.md, twelfth session).
+// Tiles of 12 rows or more take the pair-order packed kernel (Note [bf16 pair order]), fewer the 8 x 3 blocks.
 // OPCHAIN_PERF_SHAPES=rows,k,cols;... picks the shapes.
 TEST(CpuPerf, DISABLED_Bf16TileOnHotData) {
   if (!cpu::bf16_dot_supported()) GTEST_SKIP() << "no avx512_bf16";
@@ -887,15 +900,16 @@ TEST(CpuPerf, DISABLED_Bf16TileOnHotData) {
     for (float& v : x) v = nd(g);
     for (uint16_t& v : w) v = f32_to_bf16(0.05f * nd(g));
     const cpu::GemmTile t{x.data(), k, w.data(), k, o.data(), cols, rows, cols, k};
-    const cpu::GemmTileFn tile = cpu::avx512_bf16_gemm_tile(cpu::Bf16DotForm::FmaPairs);
+    const cpu::GemmTileFn tile = cpu::avx512_bf16_gemm_tile(cpu::bf16_dot_form());
     const double flop = 2.0 * static_cast<double>(rows * cols * k);
     const int64_t calls = static_cast<int64_t>(2e9 / flop) + 1;
     for (int rep = 0; rep < 3; ++rep) {
       const double t0 = cpu_seconds();
       for (int64_t i = 0; i < calls; ++i) tile(t);
       const double s = cpu_seconds() - t0;
-      std::printf("FMA-form tile %lld rows x k %lld x %lld weight rows, hot: %.1f GFLOP/s\n",
-                  static_cast<long long>(rows), static_cast<long long>(k), static_cast<long long>(cols),
+      std::printf("%s-form tile %lld rows x k %lld x %lld weight rows, hot: %.1f GFLOP/s\n",
+                  cpu::bf16_dot_form_name(cpu::bf16_dot_form()), static_cast<long long>(rows),
+                  static_cast<long long>(k), static_cast<long long>(cols),
                   flop * static_cast<double>(calls) / s * 1e-9);
     }
   }

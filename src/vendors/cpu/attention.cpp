@@ -65,14 +65,15 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
   // the keys as [d/2][kKvChunk] pairs and the values as [kKvChunk/2][d] pairs (Note [bf16 dot attention]).
   thread_local std::vector<uint16_t> dot_buf;
   uint16_t *qb = nullptr, *kround = nullptr, *vround = nullptr;
-  uint32_t *kpairs = nullptr, *vpairs = nullptr;
+  uint32_t *kpairs = nullptr, *vpairs = nullptr, *wpairs = nullptr;
   if (dot) {
-    uint16_t* b = scratch_aligned(dot_buf, static_cast<size_t>((rows + 4 * kKvChunk) * d));
+    uint16_t* b = scratch_aligned(dot_buf, static_cast<size_t>((rows + 4 * kKvChunk) * d + rows * kKvChunk));
     qb = b;
     kround = qb + rows * d;
     vround = kround + kKvChunk * d;
     kpairs = reinterpret_cast<uint32_t*>(vround + kKvChunk * d);
     vpairs = kpairs + kKvChunk * d / 2;
+    wpairs = vpairs + kKvChunk * d / 2;  // [rows][kKvChunk / 2]: a chunk's weights of every row
     dot_attention::round_rows(qrows, rows, d, qb);
   }
 
@@ -162,12 +163,15 @@ void run_item(const SimdKernels& sk, const AttnJob& job, const AttnSeq& s, const
         sk.scores_block(qrows + r0, r1 - r0, kt, d, width, score + r0 * kKvChunk, kKvChunk);
       }
       for (int64_t r = r0; r < r1; ++r) count[r] = std::min(p1, visible[r]) - p0;
-      sk.softmax_chunk_rows(score + r0 * kKvChunk, kKvChunk, r1 - r0, count + r0, job.scale, m + r0, l + r0,
-                            acc + r0 * d, d);
       if (dot) {
-        dot_attention::weighted_values(acc + r0 * d, r1 - r0, score + r0 * kKvChunk, kKvChunk, count + r0, vpairs, d);
+        uint32_t* w = wpairs + r0 * (kKvChunk / 2);
+        dot_attention::softmax_weights(score + r0 * kKvChunk, kKvChunk, r1 - r0, count + r0, job.scale, m + r0, l + r0,
+                                       acc + r0 * d, d, w);
+        dot_attention::weighted_values(acc + r0 * d, r1 - r0, w, vpairs, d);
         continue;
       }
+      sk.softmax_chunk_rows(score + r0 * kKvChunk, kKvChunk, r1 - r0, count + r0, job.scale, m + r0, l + r0,
+                            acc + r0 * d, d);
       // P @ V, rows that see the same positions together (a query's heads always do; every row
       // does in chunks wholly in the past).
       for (int64_t r = r0; r < r1;) {

@@ -76,8 +76,8 @@ void amx_attention(const AttnJob& job, const AttnSeq* seqs, int64_t count, const
                    const std::vector<int64_t>& cost_before, int64_t total);
 
 // Note [bf16 dot attention] (attention_bf16_dot.cpp): with bf16_dots on Isa::Avx512Bf16 in the Vdpbf16ps
-// form and d a multiple of 32, attention()'s chunks take their two products on VDPBF16PS. Whether a job
-// takes that path:
+// form and d a multiple of 32, attention()'s chunks take their two products on VDPBF16PS and their
+// softmax step in powers of two. Whether a job takes that path:
 bool dot_attention_applies(const AttnJob& job);
 namespace dot_attention {
 constexpr int64_t kChunk = 32;  // kv positions a chunk: attention()'s
@@ -88,9 +88,16 @@ void pack_values(const uint16_t* const* v, int64_t n, int64_t d, uint32_t* vp);
 // out[r * ldo + j] = q row r (bf16, [rows, d]) . key j, j < kChunk, from keys as pairs kp[(c / 2) * kChunk + j]
 // (the bf16 rows' 32-bit elements transposed).
 void scores(const uint16_t* q, int64_t rows, const uint32_t* kp, int64_t d, float* out, int64_t ldo);
-// acc[r * d + c] += sum over j < cnt[r] of p[r * ldp + j] (rounded to bf16) * value j, from pack_values' vp.
-void weighted_values(float* acc, int64_t rows, const float* p, int64_t ldp, const int64_t* cnt, const uint32_t* vp,
-                     int64_t d);
+// One online-softmax step of a chunk for `rows` rows, in powers of two: row r's cnt[r] visible scores
+// (s + r * lds) times scale * log2(e) against its running maximum m[r] (in those units), l[r] and its
+// numerator acc + r * d rescaled where the maximum rises; its weights 2^(t - m[r]) summed unrounded into
+// l[r] and written rounded to bf16 as 16 position pairs, w[r * 16 + j] = (p[2j], p[2j + 1]), the
+// positions it must not see zero.
+void softmax_weights(const float* s, int64_t lds, int64_t rows, const int64_t* cnt, float scale, float* m, float* l,
+                     float* acc, int64_t d, uint32_t* w);
+// acc[r * d + c] += sum over pairs j < kChunk / 2 of w[r * 16 + j] . (value 2j, value 2j + 1)[c], from
+// pack_values' vp.
+void weighted_values(float* acc, int64_t rows, const uint32_t* w, const uint32_t* vp, int64_t d);
 }  // namespace dot_attention
 
 }  // namespace opchain::cpu
