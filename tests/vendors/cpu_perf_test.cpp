@@ -830,15 +830,20 @@ void time_prefill_attention(int64_t tokens, int threads, double fma_peak_per_cor
       100.0 * rate / (fma_peak_per_core * threads));
 }
 
-TEST(CpuPerf, DISABLED_PrefillAttention) {
+// The widest FMA the attention kernels run here, per core, printed (OPCHAIN_CPU_ISA=avx2 on an AVX-512
+// machine makes the zmm figure the wrong ceiling: read it against the Avx2FmaPeak probe then).
+double attention_fma_peak() {
   const int64_t it = 20'000'000;
   const double t0 = cpu_seconds();
-  // The widest FMA the attention kernels run here (OPCHAIN_CPU_ISA=avx2 on an AVX-512 machine makes the
-  // zmm figure the wrong ceiling: read it against the Avx2FmaPeak probe then).
   const bool zmm = __builtin_cpu_supports("avx512f");
   const float f = zmm ? vfmadd_loop(it) : vfmadd_ymm_loop(it);
   const double peak = (zmm ? 12.0 * 32 : 12.0 * 16) * it / (cpu_seconds() - t0);
   std::printf("vfmadd231ps %s register loop: %.1f GFLOP/s per core (%g)\n", zmm ? "zmm" : "ymm", peak * 1e-9, f);
+  return peak;
+}
+
+TEST(CpuPerf, DISABLED_PrefillAttention) {
+  const double peak = attention_fma_peak();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int64_t tokens : {512, 2048, 4096}) time_prefill_attention(tokens, 1, peak);
   for (int64_t tokens : {512, 2048, 4096}) time_prefill_attention(tokens, cores, peak);
@@ -851,14 +856,10 @@ TEST(CpuPerf, DISABLED_PrefillAttention) {
 // The bf16 rows above alone, against the FMA peak as a yardstick (on Avx512Bf16 in the Vdpbf16ps form:
 // Note [bf16 dot attention]; its products run at twice the FMA's flops).
 TEST(CpuPerf, DISABLED_PrefillAttentionBf16) {
-  const int64_t it = 20'000'000;
-  const double t0 = cpu_seconds();
-  const bool zmm = __builtin_cpu_supports("avx512f");
-  const float f = zmm ? vfmadd_loop(it) : vfmadd_ymm_loop(it);
-  const double peak = (zmm ? 12.0 * 32 : 12.0 * 16) * it / (cpu_seconds() - t0);
-  std::printf("vfmadd231ps %s register loop: %.1f GFLOP/s per core (%g)\n", zmm ? "zmm" : "ymm", peak * 1e-9, f);
+  const double peak = attention_fma_peak();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int64_t tokens : {512, 2048, 4096}) time_prefill_attention(tokens, cores, peak, MatmulPrecision::Bf16);
+  ThreadPool::set_global_threads(cores);
 }
 
 TEST(CpuPerf, DISABLED_PagedDecodeAttentionDepth) {

@@ -13,7 +13,8 @@
 //   clamp); the weights go straight out as the bf16 pairs P @ V reads, the positions a row must not see
 //   zero, and their unrounded sum into the denominator. The f32 loops keep the accurate exp: their
 //   results are the reference's. Zen 4, CpuPerf.DISABLED_PrefillAttentionBf16 (hq 32, hk 4, d 128, 2
-//   threads), against the f32 loops' softmax step: 512 tokens 10.5 -> 8.5 ms, 4096 556 -> 435-453 ms;
+//   threads), against the f32 loops' softmax step in three alternated rounds: 512 tokens 9.8-10.2 ->
+//   8.5-8.8 ms, 4096 536-561 -> 446-464 ms;
 //   it had been ~25% of the time;
 // - P @ V: positions taken in pairs (2j, 2j + 1), j in order, onto the row's f32 numerator: values laid
 //   out as [16][d] pairs.
