@@ -1,6 +1,7 @@
 // The cpu vendor beyond the per-op harness: registration parity with reference, batch invariance and
 // thread-count determinism (Note [cpu kernels]), the fused_moe sub-kernel chain under a Tracer, and
 // every SIMD code path the machine supports against reference.
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -313,6 +314,35 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
         Tensor one = Tensor::empty(DType::F32, {1, out_f});
         k.fn(LinearArgs{x.slice_rows(r, r + 1), w.values, {}, one, MatmulPrecision::Quantized, w.quant.get()});
         EXPECT_EQ(std::memcmp(one.raw(), full.slice_rows(r, r + 1).raw(), one.nbytes()), 0) << "row " << r;
+      }
+    }
+  }
+}
+
+// The int4 tile at every decode-sized row count (the few-row tiles stream the codes, larger ones read
+// an unpacked panel, each with its own register blocking) against the same rows in a 37-row batch, bit
+// for bit. k = 2048 with activations spread over many binades, so that the f32 sums round and a changed
+// summation order shows (at k = 256 the bf16 products' sums are mostly exact).
+TEST(CpuBatchInvariance, QuantizedLinearFewRows) {
+  EnvGuard guard;
+  std::mt19937 g(12);
+  const int64_t in = 2048, out_f = 72;
+  Tensor x = rand_f32(g, {kBatch, in});
+  std::uniform_int_distribution<int> binade(-12, 4);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::ldexp(x.data<float>()[i], binade(g));
+  for (const CpuPath& path : cpu_paths()) {
+    SCOPED_TRACE(path.name);
+    ASSERT_TRUE(select_path(path));
+    for (int variant : {3, 4}) {  // groups of 64 and 128: the AVX-512 tile's narrow and wide chunks
+      SCOPED_TRACE("variant " + std::to_string(variant));
+      const Weight w = make_quant_weight(g, DType::U8, variant, out_f, in);
+      const auto k = cpu_kernel<OpType::Linear>(DType::U8);
+      Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
+      k.fn(LinearArgs{x, w.values, {}, full, MatmulPrecision::Quantized, w.quant.get()});
+      for (int64_t n = 1; n <= 9; ++n) {
+        Tensor few = Tensor::empty(DType::F32, {n, out_f});
+        k.fn(LinearArgs{x.slice_rows(0, n), w.values, {}, few, MatmulPrecision::Quantized, w.quant.get()});
+        EXPECT_EQ(std::memcmp(few.raw(), full.slice_rows(0, n).raw(), few.nbytes()), 0) << n << " rows";
       }
     }
   }
