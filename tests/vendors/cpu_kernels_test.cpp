@@ -319,8 +319,8 @@ TEST(CpuBatchInvariance, QuantizedLinear) {
   }
 }
 
-// The int4 tile at every decode-sized row count (the few-row tiles stream the codes, larger ones read
-// an unpacked panel, each with its own register blocking) against the same rows in a 37-row batch, bit
+// The int4 and fp8 tiles at every decode-sized row count (the few-row tiles stream the codes, larger ones
+// read an unpacked panel, each with its own register blocking) against the same rows in a 37-row batch, bit
 // for bit. k = 2048 with activations spread over many binades, so that the f32 sums round and a changed
 // summation order shows (at k = 256 the bf16 products' sums are mostly exact).
 TEST(CpuBatchInvariance, QuantizedLinearFewRows) {
@@ -333,10 +333,11 @@ TEST(CpuBatchInvariance, QuantizedLinearFewRows) {
   for (const CpuPath& path : cpu_paths()) {
     SCOPED_TRACE(path.name);
     ASSERT_TRUE(select_path(path));
-    for (int variant : {3, 4}) {  // groups of 64 and 128: the AVX-512 tile's narrow and wide chunks
-      SCOPED_TRACE("variant " + std::to_string(variant));
-      const Weight w = make_quant_weight(g, DType::U8, variant, out_f, in);
-      const auto k = cpu_kernel<OpType::Linear>(DType::U8);
+    // int4 groups of 64 and 128 (the AVX-512 tile's narrow and wide chunks), fp8 blocks of 128.
+    for (auto [dt, variant] : {std::pair{DType::U8, 3}, std::pair{DType::U8, 4}, std::pair{DType::F8E4M3, 4}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " variant " + std::to_string(variant));
+      const Weight w = make_quant_weight(g, dt, variant, out_f, in);
+      const auto k = cpu_kernel<OpType::Linear>(dt);
       Tensor full = Tensor::empty(DType::F32, {kBatch, out_f});
       k.fn(LinearArgs{x, w.values, {}, full, MatmulPrecision::Quantized, w.quant.get()});
       for (int64_t n = 1; n <= 9; ++n) {
