@@ -13,7 +13,9 @@
 //     32 codes, a byte interleave with the exponent per 16 and a shift or an and per 8, f32 FMAs sum x (32
 //     + q) exactly-multiplied and (32 + zero) times the group sum is taken back out; other shapes widen 16
 //     codes per step to int32, subtract the zero in integers and convert to f32. Each group's partial dot
-//     is scaled into an f32 accumulator; no weight is ever widened in memory. Isa::Amx runs the same tile,
+//     is scaled into an f32 accumulator. Tiles of up to 4 rows (2 in the FMA form) unpack the codes as they
+//     read them; larger ones unpack a few columns at a time into a panel in L1 that their row blocks
+//     share, never the whole weight. Isa::Amx runs the same tile,
 //     or, where set_amx_int4_enabled chose it, TDPBF16PS on the same bf16 values 16 + q (below).
 //   int8 (Int8Channel weights, int8 activations): integer dots, exact: vpdpbusd on the weight codes
 //     flipped to w + 128, the activation row's code sum taking the 128s back out (AVX512_VNNI on zmm, on
@@ -89,8 +91,9 @@ using Fp8PackFn = void (*)(const uint8_t* codes, int64_t k, uint16_t* out);
 using Fp8PrepareFn = void (*)(const float* x, int64_t k, int64_t group, uint16_t* out, float* scales);
 // The fp8 tile of the active ISA and how its activations are prepared, once per row and call.
 // AVX-512 with BF16 and VBMI: e4m3 codes become bf16 through two vpermi2b lookups, then vdpbf16ps; the
-// products are exact, the sums f32; Fp8Tile::x is the prepared rows. Amx: TDPBF16PS (amx_quant.cpp);
-// Fp8Tile::x is the prepared rows packed by pack_blocks in 16-row blocks, from the tile's first row.
+// products are exact, the sums f32; Fp8Tile::x is the prepared rows. From 5 rows a tile unpacks two
+// weight columns at a time into an L1 panel its 4-row blocks share (the same dot chains). Amx: TDPBF16PS
+// (amx_quant.cpp); Fp8Tile::x is the prepared rows packed by pack_blocks in 16-row blocks, from the tile's first row.
 struct Fp8Kernels {
   Fp8TileFn tile = nullptr;
   Fp8PrepareFn prepare = nullptr;
