@@ -425,9 +425,14 @@ void fp8_tile(const Fp8Tile& t) {
   // Unpacked two columns at a time, just before the rows pass over them: written to and read from L1.
   thread_local std::vector<char> panel_buf;
   char* panel = scratch_aligned(panel_buf, static_cast<size_t>(2 * col_bytes));
+  // The codes come from memory (a tile reads each weight row once): each unpack prefetches the columns
+  // two pairs on, so they arrive while the row blocks run over this pair's panel.
+  const uint8_t* codes_end = t.codes + t.cols * t.code_ld;
   auto unpack_cols = [&](int64_t c0, int64_t n) {
     for (int64_t j = 0; j < n; ++j)
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const uint8_t* ahead = t.codes + (c0 + j + 4) * t.code_ld + chunk * kFp8Chunk;
+        if (ahead < codes_end) __builtin_prefetch(ahead, 0, 2);
         __m512i a, b;
         unpack(tb, _mm512_loadu_si512(t.codes + (c0 + j) * t.code_ld + chunk * kFp8Chunk), a, b);
         _mm512_store_si512(panel + j * col_bytes + chunk * 128, a);
