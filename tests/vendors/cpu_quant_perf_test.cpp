@@ -86,6 +86,12 @@ TEST(CpuPerf, DISABLED_QuantLinearInt8) {
 
 // The fp8 block linear alone (Fp8Group activations, blocks of 128), 32 MiB of weights, past the L2: the
 // Amx tier's TDPBF16PS tile against the avx512fp8 vdpbf16ps one (OPCHAIN_CPU_ISA=avx512bf16).
+// The int4 linear (group 128) at batched decode's row counts, 64 MiB of codes from memory: which rows
+// share one pass over the codes (OPCHAIN_CPU_ISA=avx2 for the Avx2 tile).
+TEST(CpuPerf, DISABLED_QuantLinearInt4Rows) {
+  for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8}) time_quant_linear(DType::U8, -1, rows, 65536, 2048, 8);
+}
+
 TEST(CpuPerf, DISABLED_QuantLinearFp8) {
   for (int64_t rows : {1, 2, 3, 4, 8, 12, 16, 32, 512})
     time_quant_linear(DType::F8E4M3, 4, rows, 16384, 2048, rows >= 512 ? 3 : 20);

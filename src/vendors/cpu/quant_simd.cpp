@@ -633,6 +633,9 @@ inline void wide_dots(const NibbleF32& nb, const __m256i (&lanes)[C], const floa
   }
 }
 
+// Rows up to which a tile is one pass over the codes, prefetching them (int4_tile_wide).
+constexpr int64_t kWideStreamMaxRows = 4;
+
 // out[r, c] = sum_g scale[c, g] sum_{k in g} x (32 + q) - sum_g scale[c, g] (32 + zero[c, g]) x_sum[r, g]:
 // the zero terms 8 groups at a time, lane by lane, into the accumulator, then each group's dot scaled
 // into it; its lanes are summed at the end. The operations on an output are the same in every tile shape.
@@ -640,7 +643,7 @@ template <int R, int C>
 inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
   const NibbleF32 nb;
   const int64_t per_group = t.group_size / kWideChunk, chunks = t.k / kWideChunk;
-  const bool prefetch = R <= 2 && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
+  const bool prefetch = t.rows <= kWideStreamMaxRows && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
   const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
   __m256 acc[R][C];
 #pragma GCC unroll 8
@@ -704,25 +707,39 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
     for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
 }
 
-// One row (decode): four weight rows stream at once past the row's activations. More rows: blocks of up to
-// four rows, each past one weight row at a time (4 x 1 outputs of two chains stay in registers; 2 x 2 ran
-// 5% slower at two rows), the block's activations staying in L1 while the codes stream. Every shape
-// unpacks from the codes with the same operations, so no panel is needed for batch invariance.
+// One row (decode): four weight rows stream at once past the row's activations. 2-4 rows (batched
+// decode's experts): one pass of all the rows past one weight row at a time (4 x 1 outputs of two chains
+// stay in registers; 2 x 2 ran 5% slower at two rows), prefetching as the 1-row pass does. More rows:
+// blocks of four, then one block of the 1-3 rows left, the block's activations staying in L1 while the
+// codes stream. Every shape unpacks from the codes with the same operations, so no panel is needed for
+// batch invariance.
 void int4_tile_wide(const Int4Tile& t) {
-  if (t.rows <= 2) prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 1)) * t.code_ld);
-  if (t.rows == 1) {
-    int64_t c = 0;
-    for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
-    for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
-    return;
+  if (t.rows <= kWideStreamMaxRows)
+    prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 1)) * t.code_ld);
+  auto pass = [&]<int R>(int64_t r) {
+    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<R, 1>(t, r, c);
+  };
+  int64_t r = 0;
+  for (; r + 4 <= t.rows; r += 4) pass.template operator()<4>(r);
+  switch (t.rows - r) {
+    case 3:
+      pass.template operator()<3>(r);
+      break;
+    case 2:
+      pass.template operator()<2>(r);
+      break;
+    case 1:
+      if (t.rows == 1) {
+        int64_t c = 0;
+        for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
+        for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
+      } else {
+        pass.template operator()<1>(r);
+      }
+      break;
+    default:
+      break;
   }
-  if (t.rows == 2) {  // as for_row_blocks would, but the call through it ran 20% slower here
-    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<2, 1>(t, 0, c);
-    return;
-  }
-  for_row_blocks<4>(t.rows, [&](int64_t r, auto n) {
-    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<decltype(n)::value, 1>(t, r, c);
-  });
 }
 
 void int4_tile(const Int4Tile& t) {
