@@ -27,13 +27,15 @@ void add_vendor_flag(CLI::App* cmd, std::string& vendor) {
 void add_precision_flag(CLI::App* cmd, PrecisionChoice& precision) {
   cmd->add_option_function<std::string>(
          "--precision",
-         // The validator lets only its four names through.
+         // The validator lets only its five names through.
          [&precision](const std::string& s) { precision = parse_precision_choice(s).value_or(PrecisionChoice::Auto); },
          "matmul activations: f32 (the reference numerics; quantised weights dequantised exactly), bf16 "
          "(rounded to bf16 before bf16 or quantised weights, as a bf16 run computes), quantized (what a "
-         "quantised checkpoint's format names: int8 or fp8 activations, else bf16), auto (quantized for a "
-         "quantised checkpoint, bf16 for a bf16 one, else f32)")
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "quantized"}))
+         "quantised checkpoint's format names: int8 or fp8 activations, else bf16), int8 (as quantized, but "
+         "int4 weights meet int8 activations per weight group: integer dot products, faster, at the "
+         "activations' int8 rounding), auto (quantized for a quantised checkpoint, bf16 for a bf16 one, "
+         "else f32)")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "quantized", "int8"}))
       ->default_str("auto");
 }
 

@@ -46,7 +46,7 @@ class OPCHAIN_API Error : public std::runtime_error {
 // How a model is opened. Each field mirrors the `opchain generate` flag of the same name.
 struct ModelOptions {
   std::string vendor = "cpu";          // kernel vendor: "cpu" or "reference"
-  std::string precision = "auto";      // matmul precision: "auto", "f32", "bf16" or "quantized" (--precision)
+  std::string precision = "auto";      // matmul precision: "auto", "f32", "bf16", "quantized" or "int8" (--precision)
   int threads = 0;                     // worker threads, for the whole process; 0: leave as is (all cores)
   int64_t kv_cache_mb = 512;           // KV cache memory in MiB (hybrid models: KV blocks and state slots)
   int64_t max_batch = 64;              // most sequences in one step
@@ -117,7 +117,7 @@ struct ModelInfo {
   int64_t num_layers = 0;
   int64_t parameters = 0;
   int64_t max_context = 0;       // most tokens one sequence may hold (prompt and output)
-  std::string matmul_precision;  // what "auto" resolved to: "f32", "bf16" or "quantized"
+  std::string matmul_precision;  // what "auto" resolved to: "f32", "bf16", "quantized" or "int8"
   bool has_tokenizer = false;    // false: ids only (tokenize and text prompts throw)
   bool has_chat_template = false;
 };

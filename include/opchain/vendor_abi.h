@@ -125,7 +125,7 @@ typedef enum oc_arg_kind {
   OC_ARG_F32 = 1,
   OC_ARG_I64 = 2,
   OC_ARG_BOOL = 3,
-  OC_ARG_ENUM = 4, /* value.i64: the index in oc_field_info.enum_values ("f32|bf16|quantized") */
+  OC_ARG_ENUM = 4, /* value.i64: the index in oc_field_info.enum_values ("f32|bf16|quantized|int8") */
   OC_ARG_OPAQUE = 5,
   OC_ARG_ATTN_META = 6,      /* 1.1: value.attn_meta (`AttnMetadata meta`) */
   OC_ARG_MOE_META = 7,       /* 1.1: value.moe_meta (`MoeMetadata meta`) */

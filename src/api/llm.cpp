@@ -187,7 +187,7 @@ LLM::LLM(const std::string& model_dir, const ModelOptions& options) : impl_(std:
     const auto precision = parse_precision_choice(options.precision);
     if (!precision)
       throw InvalidArgumentError("unknown precision '" + options.precision +
-                                 "' (expected auto, f32, bf16 or quantized)");
+                                 "' (expected auto, f32, bf16, quantized or int8)");
     if (options.threads < 0) throw InvalidArgumentError("threads must be 0 (all cores) or more");
     if (options.threads > 0) ThreadPool::set_global_threads(options.threads);
     Impl& m = *impl_;

@@ -17,6 +17,7 @@ std::optional<PrecisionChoice> parse_precision_choice(std::string_view s) {
   if (s == "f32") return PrecisionChoice::F32;
   if (s == "bf16") return PrecisionChoice::Bf16;
   if (s == "quantized") return PrecisionChoice::Quantized;
+  if (s == "int8") return PrecisionChoice::Int8;
   return std::nullopt;
 }
 
@@ -28,6 +29,8 @@ MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype
       return MatmulPrecision::Bf16;
     case PrecisionChoice::Quantized:
       return MatmulPrecision::Quantized;
+    case PrecisionChoice::Int8:
+      return MatmulPrecision::Int8;
     case PrecisionChoice::Auto:
       break;
   }

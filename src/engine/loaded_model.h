@@ -41,7 +41,7 @@ size_t available_memory_bytes();  // /proc/meminfo's MemAvailable; 0 where unkno
 // checkpoint (its format's own numerics, as vLLM runs it), Bf16 when the weights are mostly bf16 (run in
 // their own dtype, as transformers and vLLM's dtype=auto do), else F32. The library default is F32: the
 // reference numerics, which dequantise quantised weights exactly.
-enum class PrecisionChoice : uint8_t { Auto, F32, Bf16, Quantized };
+enum class PrecisionChoice : uint8_t { Auto, F32, Bf16, Quantized, Int8 };
 // "auto" | "f32" | "bf16" | "quantized"; nullopt for anything else.
 std::optional<PrecisionChoice> parse_precision_choice(std::string_view s);
 MatmulPrecision resolve_precision(PrecisionChoice choice, DType checkpoint_dtype, bool quantized_checkpoint = false);

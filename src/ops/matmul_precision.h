@@ -17,6 +17,14 @@
 //   Quantized - a quantised weight meets the activations its format names (QuantParams::act): dynamic
 //               per-token int8 (W8A8), dynamic per-token-group fp8 (fp8 block checkpoints), or bf16 for
 //               weight-only formats; dense weights and prefill attention compute as in Bf16.
+//   Int8      - as Quantized, except that weight-only int4 weights (Int4Group with contiguous groups)
+//               meet dynamic int8 activations per token and weight group (ActivationForm::Int8Group):
+//               each group of group_size code columns is quantised as quantize_row_int8 quantises a
+//               row (scale = amax / 127), the products summed exactly in integers per group, and
+//               out = sum_g x_scale[g] * w_scale[g] * (sum_k xq * code - zero[g] * sum_k xq). The trade
+//               llama.cpp makes for its Q4 formats (Q8 activations): integer dot instructions instead
+//               of float ones, at the activations' int8 rounding. Opt-in (`--precision int8`); `auto`
+//               never picks it.
 // A model is built with one precision (DeviceContext::matmul_precision); `--precision auto` picks
 // Quantized for a quantised checkpoint and Bf16 for a bf16 one, as engines that run a checkpoint in
 // its own numerics do.
@@ -29,16 +37,27 @@
 
 namespace opchain {
 
-enum class MatmulPrecision : uint8_t { F32, Bf16, Quantized };
+enum class MatmulPrecision : uint8_t { F32, Bf16, Quantized, Int8 };
 
 inline std::string_view matmul_precision_name(MatmulPrecision p) {
-  return p == MatmulPrecision::Bf16 ? "bf16" : p == MatmulPrecision::Quantized ? "quantized" : "f32";
+  switch (p) {
+    case MatmulPrecision::Bf16:
+      return "bf16";
+    case MatmulPrecision::Quantized:
+      return "quantized";
+    case MatmulPrecision::Int8:
+      return "int8";
+    case MatmulPrecision::F32:
+      break;
+  }
+  return "f32";
 }
 
 inline std::optional<MatmulPrecision> parse_matmul_precision(std::string_view s) {
   if (s == "f32") return MatmulPrecision::F32;
   if (s == "bf16") return MatmulPrecision::Bf16;
   if (s == "quantized") return MatmulPrecision::Quantized;
+  if (s == "int8") return MatmulPrecision::Int8;
   return std::nullopt;
 }
 
@@ -51,11 +70,16 @@ inline bool rounds_activations_to_bf16(MatmulPrecision p, DType weight_dtype) {
 }
 
 // What the activations of a matmul with a quantised weight become.
-enum class ActivationForm : uint8_t { F32, Bf16, Int8Token, Fp8Group };
-inline ActivationForm activation_form(MatmulPrecision p, ActQuant act) {
+// Int8Group: the Int8 precision's int4 activations (int8 codes and a scale per weight group).
+enum class ActivationForm : uint8_t { F32, Bf16, Int8Token, Fp8Group, Int8Group };
+inline ActivationForm activation_form(MatmulPrecision p, const QuantParams& q) {
   if (p == MatmulPrecision::F32) return ActivationForm::F32;
-  if (p == MatmulPrecision::Quantized && act == ActQuant::Int8Token) return ActivationForm::Int8Token;
-  if (p == MatmulPrecision::Quantized && act == ActQuant::Fp8Group) return ActivationForm::Fp8Group;
+  const bool formats = p == MatmulPrecision::Quantized || p == MatmulPrecision::Int8;
+  if (formats && q.act == ActQuant::Int8Token) return ActivationForm::Int8Token;
+  if (formats && q.act == ActQuant::Fp8Group) return ActivationForm::Fp8Group;
+  if (p == MatmulPrecision::Int8 && q.act == ActQuant::None && q.scheme == QuantScheme::Int4Group &&
+      q.contiguous_groups())
+    return ActivationForm::Int8Group;
   return ActivationForm::Bf16;
 }
 

@@ -65,7 +65,7 @@ std::array<std::array<const PluginKernel*, kSlotsPerOp>, kNumOps> g_slots{};
 template <class M>
 const char* enum_values() {
   if constexpr (std::is_same_v<M, MatmulPrecision>)
-    return "f32|bf16|quantized";
+    return "f32|bf16|quantized|int8";
   else if constexpr (std::is_same_v<M, DeltaRuleForm>)
     return "recurrent|chunked";
   else {

@@ -98,7 +98,7 @@ TEST(CliLogits, DefaultPrecisionOfABf16CheckpointIsBf16) {
 TEST(CliLogits, UnknownPrecisionIsAUsageError) {
   const auto r = test::run_opchain("logits --model " + test::model_dir("tiny-qwen3-moe") + " --ids 1 --precision fp8");
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("--precision: fp8 not in {auto,f32,bf16,quantized}"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--precision: fp8 not in {auto,f32,bf16,quantized,int8}"), std::string::npos) << r.err;
 }
 
 TEST(CliLogits, BadInputsGiveOneLineAndNonZeroExit) {

@@ -331,7 +331,7 @@ TEST(PluginLoader, FieldTableMatchesTheSchemas) {
   EXPECT_EQ(lin[3].kind, OC_ARG_QUANT);
   EXPECT_TRUE(lin[3].optional);
   EXPECT_EQ(lin[4].kind, OC_ARG_ENUM);
-  EXPECT_STREQ(lin[4].enum_values, "f32|bf16|quantized");
+  EXPECT_STREQ(lin[4].enum_values, "f32|bf16|quantized|int8");
   EXPECT_EQ(lin[5].role, Role::Out);
   EXPECT_EQ(abi_unmarshallable_field(OpType::Linear), nullptr);
   EXPECT_EQ(abi_unmarshallable_field(OpType::PagedDecodeAttention), nullptr);

@@ -105,8 +105,15 @@ inline Weight make_quant_weight(std::mt19937& g, DType dt, int variant, int64_t 
   return w;
 }
 
+// Every precision a quantised weight can meet (Note [Matmul precision]).
+constexpr MatmulPrecision kQuantPrecisions[] = {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized,
+                                                MatmulPrecision::Int8};
+
 inline const char* precision_tag(MatmulPrecision p) {
-  return p == MatmulPrecision::F32 ? "f32" : p == MatmulPrecision::Bf16 ? "bf16x" : "qact";
+  return p == MatmulPrecision::F32    ? "f32"
+         : p == MatmulPrecision::Bf16 ? "bf16x"
+         : p == MatmulPrecision::Int8 ? "i8act"
+                                      : "qact";
 }
 
 inline std::vector<Case> quant_linear_cases() {
@@ -118,7 +125,7 @@ inline std::vector<Case> quant_linear_cases() {
   for (const S& s :
        {S{1, 96, 40, false}, S{1, 256, 36, false}, S{2, 128, 20, true}, S{5, 130, 33, true}, S{37, 192, 70, false}})
     for (int variant = 0; variant < kQuantVariants; ++variant)
-      for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
+      for (MatmulPrecision p : kQuantPrecisions) {
         const std::string name = "q" + std::to_string(variant) + "_" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.in) + "_to_" + std::to_string(s.out) + (s.bias ? "_bias_" : "_") +
                                  precision_tag(p);
@@ -140,7 +147,7 @@ inline std::vector<Case> quant_linear_cases() {
 inline std::vector<Case> quant_grouped_matmul_cases() {
   std::vector<Case> cases;
   for (int variant = 0; variant < kQuantVariants; ++variant)
-    for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
+    for (MatmulPrecision p : kQuantPrecisions) {
       const int64_t kin = variant == 4 ? 256 : 96;  // groups of 128 need a k of whole groups to take the wide chunk
       cases.push_back({"q" + std::to_string(variant) + "_rows_3_0_1_9_k" + std::to_string(kin) + "_n40_ld80_col40_" +
                            precision_tag(p),
@@ -172,7 +179,7 @@ inline std::vector<Case> quant_grouped_matmul_cases() {
 inline std::vector<Case> quant_fused_moe_cases() {
   std::vector<Case> cases;
   for (int variant = 0; variant < kQuantVariants; ++variant)
-    for (MatmulPrecision p : {MatmulPrecision::F32, MatmulPrecision::Bf16, MatmulPrecision::Quantized}) {
+    for (MatmulPrecision p : kQuantPrecisions) {
       const int64_t h = variant == 4 ? 128 : 64;
       cases.push_back(
           {"q" + std::to_string(variant) + "_9tok_pad2_h" + std::to_string(h) + "_i48_e5_k2_" + precision_tag(p),

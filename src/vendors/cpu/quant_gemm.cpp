@@ -25,17 +25,18 @@ struct Prepared {
   const float* values = nullptr;  // F32: x itself (stride ldx); Bf16 / Fp8Group: prepared [rows, in]
   float* values_out = nullptr;    // Bf16 / Fp8Group: where they are prepared (= values)
   int64_t ld = 0;
-  int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in
+  int8_t* codes = nullptr;  // Int8Token: [rows, ld8], zero-padded past in; Int8Group: [rows, in]
   int64_t ld8 = 0;
-  int32_t* sums = nullptr;   // Int8Token: each row's code sum
+  int32_t* sums = nullptr;   // Int8Token: each row's code sum; Int8Group: each group's, [rows, groups]
   int8_t* packed = nullptr;  // Int8Token with QuantKernels::int8_pack: [rows rounded up to its blocks, ld8]
-  float* scales = nullptr;   // Int8Token: [rows]; Fp8Group: [rows, groups]
+  float* scales = nullptr;   // Int8Token: [rows]; Fp8Group, Int8Group: [rows, groups]
   int64_t groups = 0, group = 0;
-  const Fp8Kernels* fp8 = nullptr;   // Fp8Group where an fp8 tile runs: its kernels, and the rows as
-  uint16_t* x8 = nullptr;            // they prepare them, [rows, in] (Amx: whole 16-row blocks)
-  const QuantKernels* k4 = nullptr;  // Bf16 with an int4 weight a SIMD tile takes: whose (int4_kernels)
-  void* x4 = nullptr;                // and its int4_prepare rows
-  float* x4_sums = nullptr;          // and their group sums, [rows, groups]
+  const Int4Int8Kernels* i8k = nullptr;  // Int8Group where the SIMD tile runs (the codes in its layout)
+  const Fp8Kernels* fp8 = nullptr;       // Fp8Group where an fp8 tile runs: its kernels, and the rows as
+  uint16_t* x8 = nullptr;                // they prepare them, [rows, in] (Amx: whole 16-row blocks)
+  const QuantKernels* k4 = nullptr;      // Bf16 with an int4 weight a SIMD tile takes: whose (int4_kernels)
+  void* x4 = nullptr;                    // and its int4_prepare rows
+  float* x4_sums = nullptr;              // and their group sums, [rows, groups]
 };
 
 // The kernels whose int4 tile runs this weight: the ISA's, or the narrower ones it names
@@ -108,6 +109,27 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
     add_bias(p, it);
     return;
   }
+  if (a.i8k) {
+    Int4Int8Tile t;
+    t.x = a.codes + it.r0 * a.ld8;
+    t.ldx = a.ld8;
+    t.x_scales = a.scales + it.r0 * a.groups;
+    t.x_sums = a.sums + it.r0 * a.groups;
+    t.codes = p.codes->data<uint8_t>() + it.c0 * p.codes->size(1);
+    t.code_ld = p.codes->size(1);
+    t.scales = q.scales.data<float>() + it.c0 * q.groups();
+    t.zeros = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + it.c0 * q.groups();
+    t.groups = a.groups;
+    t.group_size = a.group;
+    t.k = in;
+    t.out = p.out + it.r0 * p.ldo + it.c0;
+    t.ldo = p.ldo;
+    t.rows = it.r1 - it.r0;
+    t.cols = cols;
+    a.i8k->tile(t);
+    add_bias(p, it);
+    return;
+  }
   if (a.form == ActivationForm::Int8Token && qk) {
     Int8Tile t;
     t.x = a.codes + it.r0 * a.ld8;
@@ -174,6 +196,29 @@ void run_item(const SimdKernels& sk, const QuantKernels* qk, const QuantGemmProb
           }
           const int64_t total = static_cast<int64_t>(acc) - zero * xsum;
           p.out[r * p.ldo + c] = static_cast<float>(total) * a.scales[r] * sw[c];
+        }
+      }
+      break;
+    }
+    case ActivationForm::Int8Group: {  // the reference's operations (quant_matmul.h)
+      const int64_t code_ld = p.codes->size(1);
+      for (int64_t c = it.c0; c < it.c1; ++c) {
+        const uint8_t* wr = p.codes->data<uint8_t>() + c * code_ld;
+        const float* sw = q.scales.data<float>() + c * q.groups();
+        const float* zw = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + c * q.groups();
+        for (int64_t r = it.r0; r < it.r1; ++r) {
+          const int8_t* xr = a.codes + r * a.ld8;
+          float out = 0.0f;
+          for (int64_t g = 0, g0 = 0; g0 < in; ++g, g0 += a.group) {
+            int32_t dot = 0, xsum = 0;
+            for (int64_t k = g0; k < std::min(in, g0 + a.group); ++k) {
+              dot += static_cast<int32_t>(xr[k]) * ((wr[k / 2] >> (4 * (k % 2))) & 0xf);
+              xsum += xr[k];
+            }
+            const float d = static_cast<float>(dot) - (zw ? zw[g] : 8.0f) * static_cast<float>(xsum);
+            out += d * (a.scales[r * a.groups + g] * sw[g]);
+          }
+          p.out[r * p.ldo + c] = out;
         }
       }
       break;
@@ -282,6 +327,34 @@ void prepare_rows(const QuantKernels* qk, const QuantGemmProblem& p, const Prepa
         for (int64_t b = r0; b < r1; b += kInt8PackRows)
           qk->int8_pack(a.codes + b * a.ld8, a.ld8, std::min(kInt8PackRows, r1 - b), a.packed + b * a.ld8);
       return;
+    case ActivationForm::Int8Group: {
+      // Columns sorted by group (act-order): the groups are over the columns, so gather first.
+      const int32_t* order = p.q->input_order.is_null() ? nullptr : p.q->input_order.data<int32_t>();
+      thread_local std::vector<float> gathered;
+      float* xg = order ? scratch(gathered, static_cast<size_t>(in)) : nullptr;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* xr = p.x + r * p.ldx;
+        if (order) {
+          for (int64_t j = 0; j < in; ++j) xg[j] = xr[order[j]];
+          xr = xg;
+        }
+        int8_t* row = a.codes + r * a.ld8;
+        float* scales = a.scales + r * a.groups;
+        int32_t* sums = a.sums + r * a.groups;
+        if (a.i8k) {
+          a.i8k->prepare(xr, in, a.group, row, scales, sums);
+          continue;
+        }
+        for (int64_t g = 0, g0 = 0; g0 < in; ++g, g0 += a.group) {
+          const int64_t len = std::min(a.group, in - g0);
+          scales[g] = quantize_row_int8(xr + g0, len, row + g0);
+          int32_t total = 0;
+          for (int64_t k = g0; k < g0 + len; ++k) total += row[k];
+          sums[g] = total;
+        }
+      }
+      return;
+    }
     case ActivationForm::Fp8Group: {
       if (a.fp8 && a.fp8->pack_blocks) {  // one 16-row block (kPrepRows): rows, then the block
         thread_local std::vector<uint16_t> rows_buf;
@@ -326,8 +399,18 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
     const QuantGemmProblem& p = problems[i];
     const int64_t in = p.q->in_features;
     Prepared& a = prep[i];
-    a.form = activation_form(precision, p.q->act);
+    a.form = activation_form(precision, *p.q);
     a.k4 = int4_kernels(qk, *p.q, a.form);
+    if (a.form == ActivationForm::Int8Group) {
+      a.group = p.q->group_size;
+      a.groups = p.q->groups();
+      a.ld8 = in;
+      const Int4Int8Kernels* k = int4_int8_kernels();
+      if (k && in % k->chunk == 0 && a.group % k->chunk == 0) a.i8k = k;
+      code_total += static_cast<size_t>(p.rows * in);
+      scale_total += static_cast<size_t>(p.rows * a.groups);
+      sum_total += static_cast<size_t>(p.rows * a.groups);
+    }
     if (a.form == ActivationForm::Fp8Group) {
       a.group = p.q->act_group > 0 ? p.q->act_group : in;
       a.groups = (in + a.group - 1) / a.group;
@@ -401,6 +484,14 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
           packed += (p.rows + kInt8PackRows - 1) / kInt8PackRows * kInt8PackRows * a.ld8;
         }
         break;
+      case ActivationForm::Int8Group:
+        a.codes = codes;
+        a.scales = scales;
+        a.sums = sums;
+        codes += p.rows * in;
+        scales += p.rows * a.groups;
+        sums += p.rows * a.groups;
+        break;
       case ActivationForm::Fp8Group:
         if (a.fp8) {
           a.x8 = x8;
@@ -437,7 +528,7 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
   bool decode = true;
   for (size_t i = 0; i < count; ++i)
     decode = decode && problems[i].rows <= 2 &&
-             (prep[i].x4 || prep[i].fp8 || (prep[i].form == ActivationForm::Int8Token && qk));
+             (prep[i].x4 || prep[i].fp8 || prep[i].i8k || (prep[i].form == ActivationForm::Int8Token && qk));
   if (decode) {
     const int threads = ThreadPool::global().num_threads();
     auto tiles_with = [&](int64_t tile) {

@@ -136,6 +136,34 @@ struct QuantKernels {
 // The kernels of the active ISA, or null where only the generic path exists.
 const QuantKernels* quant_kernels();
 
+// The Int8 precision's int4 tile (ActivationForm::Int8Group, Note [Matmul precision]): int4 codes times
+// int8 activation codes, each group's dot exact in integers, out[r * ldo + c] = sum over groups g, in
+// order, in f32, of (float(dot[g]) - zero[c, g] * float(x_sums[r, g])) * (x_scales[r, g] * scales[c, g]):
+// the reference's operations (quant_matmul.h), so every path gives the reference's bits.
+struct Int4Int8Tile {
+  const int8_t* x = nullptr;  // rows as Int4Int8Kernels::prepare lays them out, ldx bytes apart
+  int64_t ldx = 0;
+  const float* x_scales = nullptr;  // [rows, groups], from the tile's first row
+  const int32_t* x_sums = nullptr;  // [rows, groups]: each group's sum of the codes
+  const uint8_t* codes = nullptr;   // the tile's first weight row; rows code_ld bytes apart
+  int64_t code_ld = 0;
+  const float* scales = nullptr;  // [cols, groups] from the tile's first column
+  const float* zeros = nullptr;   // [cols, groups], or null: 8
+  int64_t groups = 0, group_size = 0, k = 0;
+  float* out = nullptr;
+  int64_t ldo = 0, rows = 0, cols = 0;
+};
+struct Int4Int8Kernels {
+  int64_t chunk = 0;  // k and group_size must be multiples of it (else the generic path runs)
+  // One activation row (in code-column order): each group of `group` quantised as quantize_row_int8
+  // quantises a row (the same codes and scale), the codes laid out as the tile reads them.
+  void (*prepare)(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) = nullptr;
+  void (*tile)(const Int4Int8Tile&) = nullptr;
+};
+// vpmaddubsw on the nibbles as u8 and the activation codes (AVX2, every x86 tier but Generic); null
+// where none runs.
+const Int4Int8Kernels* int4_int8_kernels();
+
 // Where the two bf16 dot forms agree (bf16_dot_forms_agree()), the Avx512Bf16 int4 tile takes vdpbf16ps for
 // tiles of few rows even in the FmaPairs form, for speed, without changing a bit. Tests: false makes
 // every int4 tile take bf16_dot_form() itself, so the FMA form's few-row tiles run where they can be

@@ -8,7 +8,7 @@ namespace opchain::reference {
 
 QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p, const QuantParams& q) {
   QuantActivation a;
-  a.form = activation_form(p, q.act);
+  a.form = activation_form(p, q);
   switch (a.form) {
     case ActivationForm::F32:
       a.values.assign(x, x + in);
@@ -21,6 +21,17 @@ QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p
       a.codes.resize(static_cast<size_t>(in));
       a.scales = {quantize_row_int8(x, in, a.codes.data())};
       break;
+    case ActivationForm::Int8Group: {
+      // The groups are the weight's, over its code columns: column j holds channel input_order[j].
+      a.group = q.group_size;
+      std::vector<float> cols(x, x + in);
+      if (!q.input_order.is_null())
+        for (int64_t j = 0; j < in; ++j) cols[static_cast<size_t>(j)] = x[q.input_order.data<int32_t>()[j]];
+      a.codes.resize(static_cast<size_t>(in));
+      for (int64_t g0 = 0; g0 < in; g0 += a.group)
+        a.scales.push_back(quantize_row_int8(cols.data() + g0, std::min(a.group, in - g0), a.codes.data() + g0));
+      break;
+    }
     case ActivationForm::Fp8Group: {
       a.group = q.act_group > 0 ? q.act_group : in;
       std::vector<uint8_t> f8(static_cast<size_t>(in));
@@ -57,6 +68,23 @@ float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams
       }
       if (!q.zeros.is_null()) acc -= static_cast<int64_t>(q.zeros.data<float>()[o]) * xsum;
       return static_cast<float>(acc) * a.scales[0] * q.scales.data<float>()[o];
+    }
+    case ActivationForm::Int8Group: {
+      const uint8_t* w = codes.data<uint8_t>() + o * codes.size(1);
+      const float* sw = q.scales.data<float>() + o * q.groups();
+      const float* zw = q.zeros.is_null() ? nullptr : q.zeros.data<float>() + o * q.groups();
+      float out = 0.0f;
+      for (int64_t g0 = 0, g = 0; g0 < in; g0 += a.group, ++g) {
+        int64_t dot = 0, xsum = 0;
+        for (int64_t k = g0; k < std::min(in, g0 + a.group); ++k) {
+          const int64_t code = (w[k / 2] >> (4 * (k % 2))) & 0xf, xq = a.codes[static_cast<size_t>(k)];
+          dot += xq * code;
+          xsum += xq;
+        }
+        const float d = static_cast<float>(dot) - (zw ? zw[g] : 8.0f) * static_cast<float>(xsum);
+        out += d * (a.scales[static_cast<size_t>(g)] * sw[g]);
+      }
+      return out;
     }
     case ActivationForm::Fp8Group: {
       if (q.scheme != QuantScheme::Fp8Block && q.scheme != QuantScheme::Fp8Channel)

@@ -12,9 +12,9 @@ namespace opchain::reference {
 struct QuantActivation {
   ActivationForm form = ActivationForm::F32;
   std::vector<float> values;  // F32 / Bf16: the (rounded) values; Fp8Group: the codes, decoded
-  std::vector<int8_t> codes;  // Int8Token
-  std::vector<float> scales;  // Int8Token: one; Fp8Group: one per group
-  int64_t group = 0;          // Fp8Group: channels per scale
+  std::vector<int8_t> codes;  // Int8Token; Int8Group: in code-column order (input_order applied)
+  std::vector<float> scales;  // Int8Token: one; Fp8Group, Int8Group: one per group
+  int64_t group = 0;          // Fp8Group, Int8Group: channels per scale
 };
 
 QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p, const QuantParams& q);
@@ -24,6 +24,10 @@ QuantActivation prepare_activation(const float* x, int64_t in, MatmulPrecision p
 //   Int8Token (int8 channel weights): (sum_k codes[k] * (wcode[o, k] - zero[o]) in integers) * s_x * s_w[o].
 //   Fp8Group (fp8 weights): sum over groups g of (sum_{k in g} x[k] * fp8(wcode[o, k]), in f32) * s_x[g] * s_w[o, g]
 //   (per-channel fp8 weights: s_w[o]); the group is the weight's block, so each group has one weight scale.
+//   Int8Group (int4 weights, contiguous groups): sum over groups g, in order, in f32, of
+//   (float(sum_{k in g} codes[k] * wcode[o, k]) - zero[o, g] * float(sum_{k in g} codes[k])) * (s_x[g] * s_w[o, g]),
+//   the sums in integers (exact in f32: |sums| < 2^24; zero[o, g] is an integer in every int4 format, 8
+//   when absent, so the difference is exact too).
 float quant_dot(const QuantActivation& a, const Tensor& codes, const QuantParams& q, int64_t o,
                 std::vector<float>& wrow);
 
