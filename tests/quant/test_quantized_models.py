@@ -113,6 +113,21 @@ AGREEMENT_CASES = [(m, v) for v in sorted(VARIANTS) for m in ["trained-qwen3-moe
 
 @pytest.mark.parametrize("model,variant", AGREEMENT_CASES)
 def test_default_precision_agrees_on_greedy_positions(quantised, tmp_path, model, variant):
+    check_greedy_agreement(quantised, tmp_path, model, variant, [], margin_of(variant))
+
+
+# `--precision int8` (Note [Matmul precision]): weight-only int4 formats with int8 activations per weight
+# group, held to w8a8's margin (int8 activations, finer scales).
+INT8_CASES = [(m, v) for v in ["gptq", "gptq-asym-v2-act-order", "gptq-lm-head", "awq", "w4a16-asym-act-order"]
+              for m in ["trained-qwen3-moe", "tiny-llama", "tiny-qwen3-dense"]]
+
+
+@pytest.mark.parametrize("model,variant", INT8_CASES)
+def test_int8_precision_agrees_on_greedy_positions(quantised, tmp_path, model, variant):
+    check_greedy_agreement(quantised, tmp_path, model, variant, ["--precision", "int8"], MARGIN["w8a8"])
+
+
+def check_greedy_agreement(quantised, tmp_path, model, variant, precision, margin):
     q, _ = quantised(model, variant)
     prompt = prompt_ids(model)
     r = run("generate", "--model", str(q), "--prompt-ids", prompt, "--max-new-tokens", "32", "--temperature", "0",
@@ -120,10 +135,10 @@ def test_default_precision_agrees_on_greedy_positions(quantised, tmp_path, model
     generated = json.loads(r.stdout.strip().splitlines()[-1])["ids"]
     full = [int(x) for x in prompt.split(",")] + generated
     f32 = logits(q, ",".join(map(str, full)), tmp_path / "f32.npy", "--precision", "f32")
-    native = logits(q, ",".join(map(str, full)), tmp_path / "native.npy")  # auto: the format's own numerics
+    # auto: the format's own numerics, unless `precision` names another
+    native = logits(q, ",".join(map(str, full)), tmp_path / "native.npy", *precision)
     n_prompt = len(prompt.split(","))
     assert [int(np.argmax(f32[p])) for p in range(n_prompt - 1, len(full) - 1)] == generated
-    margin = margin_of(variant)
     checked, flipped = 0, []
     for pos in range(len(full)):
         top2 = np.sort(f32[pos])[-2:]
