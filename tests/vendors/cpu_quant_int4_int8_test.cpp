@@ -1,9 +1,10 @@
 // The Int8 precision's int4 matmul (Note [Matmul precision], ActivationForm::Int8Group) on the cpu vendor:
 // its group dots are exact integers and its f32 combine is the reference's operations, so on every path
-// (the AVX2 vpmaddubsw tile on every x86 tier, the generic loop elsewhere and for shapes the tile does not
-// take) each output must be the reference's bits, whatever the batch: rows 1 to 9 and 37 (tile blocks of
-// 4 and their remainders, column tails), groups of 64, 128 and 256, a short last group, zero points,
-// act-order columns (input_order), and activations spread over many binades.
+// (the zmm vpdpbusd tile on AVX-512 tiers with VNNI, the AVX2 vpmaddubsw tile on every x86 tier and for
+// shapes the zmm one does not take, the generic loop elsewhere and for shapes neither takes) each output must be the
+// reference's bits, whatever the batch: rows 1 to 9 and 37 (tile blocks of 4 and their remainders, column tails),
+// groups of 64, 128 and 256, a short last group, zero points, act-order columns (input_order), and activations spread
+// over many binades.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -56,10 +57,13 @@ TEST(CpuInt4Int8, ReferenceBitsOnEveryPathAndBatch) {
   std::mt19937 g(31);
   const Shape shapes[] = {
       {2048, 70, 128, false, false},  // GPTQ's usual; 70 weight rows: tiles of 4 and 2 columns with tails
-      {768, 33, 64, true, false},    {1024, 18, 256, true, false},
-      {320, 21, 128, false, false},  // a short last group (64 of 128)
+      {768, 33, 64, true, false},
+      {1024, 18, 256, true, false},
+      {320, 21, 128, false, false},  // a short last group (64 of 128): the AVX2 tile on every x86 tier
+      {384, 21, 256, false, false},  // one of 128 in 256: the zmm tile's 128-channel chunk
       {512, 19, 64, true, true},     // act-order columns
-      {96, 11, 32, true, false},     // groups the tile does not take: the generic loop on every tier
+      {512, 19, 128, true, true},
+      {96, 11, 32, true, false},  // groups the tile does not take: the generic loop on every tier
   };
   for (const Shape& s : shapes) {
     SCOPED_TRACE("k " + std::to_string(s.in) + " group " + std::to_string(s.group));

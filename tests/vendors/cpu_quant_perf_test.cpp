@@ -37,19 +37,20 @@ Weight int4_weight(std::mt19937& g, int64_t out, int64_t in, int64_t group) {
 
 // One linear of out x in with weights of `dt` (make_quant_weight's `variant`; -1: int4 group 128),
 // `rows` activation rows.
-void time_quant_linear(DType dt, int variant, int64_t rows, int64_t out, int64_t in, int reps) {
+void time_quant_linear(DType dt, int variant, int64_t rows, int64_t out, int64_t in, int reps,
+                       MatmulPrecision precision = MatmulPrecision::Quantized) {
   std::mt19937 g(3);
   const Weight w = variant < 0 ? int4_weight(g, out, in, 128) : make_quant_weight(g, dt, variant, out, in);
   Tensor x = rand_f32(g, {rows, in}), y = Tensor::empty(DType::F32, {rows, out});
   const auto k = resolve_kernel<OpType::Linear>(builtin_registry(), kCpuVendor, dt);
-  const LinearArgs args{x, w.values, {}, y, MatmulPrecision::Quantized, w.quant.get()};
+  const LinearArgs args{x, w.values, {}, y, precision, w.quant.get()};
   k.fn(args);
   const double t0 = seconds_now();
   for (int i = 0; i < reps; ++i) k.fn(args);
   const double sec = (seconds_now() - t0) / reps;
-  std::printf("linear %s (%s) %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n",
-              dtype_name(dt).data(), w.quant->describe().c_str(), static_cast<long long>(rows),
-              static_cast<long long>(out), static_cast<long long>(in), sec * 1e3,
+  std::printf("linear %s (%s, %s) %lld rows x [%lld, %lld]: %.3f ms, %.1f GB/s of weights, %.1f GMAC/s\n",
+              dtype_name(dt).data(), w.quant->describe().c_str(), std::string(matmul_precision_name(precision)).c_str(),
+              static_cast<long long>(rows), static_cast<long long>(out), static_cast<long long>(in), sec * 1e3,
               static_cast<double>(w.values.nbytes()) / sec / 1e9, static_cast<double>(rows * out * in) / sec / 1e9);
 }
 
@@ -90,6 +91,17 @@ TEST(CpuPerf, DISABLED_QuantLinearInt8) {
 // share one pass over the codes (OPCHAIN_CPU_ISA=avx2 for the Avx2 tile).
 TEST(CpuPerf, DISABLED_QuantLinearInt4Rows) {
   for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8}) time_quant_linear(DType::U8, -1, rows, 65536, 2048, 8);
+}
+
+// The int4 linear (group 128) in the two precisions that run it with SIMD tiles: bf16 activations
+// (Quantized) and int8 ones per group (Int8), taking turns, at decode and prefill row counts; 64 MiB of
+// codes from memory, and 8 MiB (in the last-level cache: the tiles' compute).
+TEST(CpuPerf, DISABLED_QuantLinearInt4Int8) {
+  for (int64_t out : {65536, 8192})
+    for (int64_t rows : {1, 4, 8, 32, 256})
+      for (MatmulPrecision p : {MatmulPrecision::Quantized, MatmulPrecision::Int8})
+        time_quant_linear(DType::U8, -1, rows, out, 2048,
+                          std::max<int>(2, static_cast<int>(16 * 8192 / out / rows) + 2), p);
 }
 
 TEST(CpuPerf, DISABLED_QuantLinearFp8) {

@@ -165,13 +165,132 @@ void tile(const Int4Int8Tile& t) {
 const Int4Int8Kernels kKernels{kChunk, prepare, tile};
 }  // namespace opchain::cpu::avx2i4i8
 OPCHAIN_TARGET_END()
+
+// The same on zmm with AVX512_VNNI: a chunk of 128 channels is 64 code bytes, the activation codes laid out
+// as the even channels' 64 then the odd ones' 64, and vpdpbusd sums four u8 x s8 products into each s32 lane
+// (no saturation, no widening step). A group's 16 lanes are folded to 8 (integers: exact) and combined as
+// the AVX2 tile combines them.
+OPCHAIN_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+namespace opchain::cpu::avx512i4i8 {
+namespace {
+
+constexpr int64_t kChunk = 128;
+constexpr int64_t kPfAhead = 4;
+
+inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { acc = _mm512_dpbusd_epi32(acc, u8, s8); }
+
+void prepare(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) {
+  alignas(64) int8_t split[kChunk];
+  for (int64_t g0 = 0, g = 0; g0 < k; g0 += group, ++g) {
+    const int64_t end = std::min(k, g0 + group);
+    scales[g] = avx2q::int8_prepare(x + g0, end - g0, codes + g0, sums + g);
+    for (int64_t c = g0; c < end; c += kChunk) {
+      for (int64_t i = 0; i < kChunk / 2; ++i) {
+        split[i] = codes[c + 2 * i];
+        split[kChunk / 2 + i] = codes[c + 2 * i + 1];
+      }
+      std::memcpy(codes + c, split, kChunk);
+    }
+  }
+}
+
+template <int R, int C>
+void micro(const Int4Int8Tile& t, int64_t r0, int64_t c0, bool few, int32_t* dots) {
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  const int64_t per_group = t.group_size / kChunk, chunks = t.k / kChunk;
+  const bool prefetch = few && c0 + (kPfAhead + 1) * C <= t.cols;
+  const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
+  const int8_t* x[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) x[r] = t.x + (r0 + r) * t.ldx;
+  for (int64_t g = 0; g < t.groups; ++g) {
+    __m512i acc[R][C];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_si512();
+    for (int64_t chunk = g * per_group; chunk < std::min((g + 1) * per_group, chunks); ++chunk) {
+      if (prefetch)  // a line of each of the C rows per chunk
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) __builtin_prefetch(pf + chunk * C * 64 + c * 64, 0, 2);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i v = _mm512_loadu_si512(t.codes + (c0 + c) * t.code_ld + chunk * (kChunk / 2));
+        const __m512i even = _mm512_and_si512(v, low), odd = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const int8_t* xc = x[r] + chunk * kChunk;
+          dpbusd(acc[r][c], even, _mm512_loadu_si512(xc));
+          dpbusd(acc[r][c], odd, _mm512_loadu_si512(xc + 64));
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        _mm256_store_si256(
+            reinterpret_cast<__m256i*>(dots + ((r * C + c) * t.groups + g) * 8),
+            _mm256_add_epi32(_mm512_castsi512_si256(acc[r][c]), _mm512_extracti64x4_epi64(acc[r][c], 1)));
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      t.out[(r0 + r) * t.ldo + c0 + c] = avx2i4i8::combine(t, dots + (r * C + c) * t.groups * 8, r0 + r, c0 + c);
+}
+
+// 8 weight rows for one row (streams in flight), 4 x 4 blocks for more (16 accumulators of 32 registers).
+template <int R>
+constexpr int kCols = R == 1 ? 8 : 4;
+
+void tile(const Int4Int8Tile& t) {
+  thread_local std::vector<int32_t> dots_buf;
+  int32_t* dots = scratch_aligned(dots_buf, static_cast<size_t>(4 * 8 * t.groups * 8));
+  const bool few = t.rows <= 4;
+  if (few)
+    for (int64_t b = 0; b < std::min<int64_t>(t.cols, kPfAhead * 8) * t.code_ld; b += 64)
+      __builtin_prefetch(t.codes + b, 0, 2);
+  auto pass = [&]<int R>(int64_t r) {
+    constexpr int C = kCols<R>;
+    int64_t c = 0;
+    for (; c + C <= t.cols; c += C) micro<R, C>(t, r, c, few, dots);
+    for (; c < t.cols; ++c) micro<R, 1>(t, r, c, few, dots);
+  };
+  int64_t r = 0;
+  for (; r + 4 <= t.rows; r += 4) pass.template operator()<4>(r);
+  switch (t.rows - r) {
+    case 3:
+      pass.template operator()<3>(r);
+      break;
+    case 2:
+      pass.template operator()<2>(r);
+      break;
+    case 1:
+      pass.template operator()<1>(r);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+const Int4Int8Kernels kKernels{kChunk, prepare, tile, &avx2i4i8::kKernels};
+}  // namespace opchain::cpu::avx512i4i8
+OPCHAIN_TARGET_END()
 #endif  // OPCHAIN_CPU_X86
 
 namespace opchain::cpu {
 
 const Int4Int8Kernels* int4_int8_kernels() {
 #if OPCHAIN_CPU_X86
-  if (active_isa() != Isa::Generic) return &avx2i4i8::kKernels;
+  static const bool vnni = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vnni");
+  }();
+  const Isa isa = active_isa();
+  if (vnni && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16 || isa == Isa::Amx)) return &avx512i4i8::kKernels;
+  if (isa != Isa::Generic) return &avx2i4i8::kKernels;
 #endif
   return nullptr;
 }

@@ -405,8 +405,8 @@ void quant_gemm(const QuantGemmProblem* problems, size_t count, MatmulPrecision 
       a.group = p.q->group_size;
       a.groups = p.q->groups();
       a.ld8 = in;
-      const Int4Int8Kernels* k = int4_int8_kernels();
-      if (k && in % k->chunk == 0 && a.group % k->chunk == 0) a.i8k = k;
+      for (const Int4Int8Kernels* k = int4_int8_kernels(); k && !a.i8k; k = k->other)
+        if (in % k->chunk == 0 && a.group % k->chunk == 0) a.i8k = k;
       code_total += static_cast<size_t>(p.rows * in);
       scale_total += static_cast<size_t>(p.rows * a.groups);
       sum_total += static_cast<size_t>(p.rows * a.groups);

@@ -159,9 +159,11 @@ struct Int4Int8Kernels {
   // quantises a row (the same codes and scale), the codes laid out as the tile reads them.
   void (*prepare)(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) = nullptr;
   void (*tile)(const Int4Int8Tile&) = nullptr;
+  const Int4Int8Kernels* other = nullptr;  // narrower chunks, for shapes `chunk` does not divide
 };
-// vpmaddubsw on the nibbles as u8 and the activation codes (AVX2, every x86 tier but Generic); null
-// where none runs.
+// vpdpbusd on zmm (AVX-512 tiers whose CPU has AVX512_VNNI: 128 channels a step, groups and k multiples
+// of 128), else vpmaddubsw on the nibbles as u8 and the activation codes (AVX2, every x86 tier but
+// Generic; 64 channels a step); null where none runs.
 const Int4Int8Kernels* int4_int8_kernels();
 
 // Where the two bf16 dot forms agree (bf16_dot_forms_agree()), the Avx512Bf16 int4 tile takes vdpbf16ps for
