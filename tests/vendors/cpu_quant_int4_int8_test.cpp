@@ -63,6 +63,8 @@ TEST(CpuInt4Int8, ReferenceBitsOnEveryPathAndBatch) {
       {384, 21, 256, false, false},  // one of 128 in 256: the zmm tile's 128-channel chunk
       {512, 19, 64, true, true},     // act-order columns
       {512, 19, 128, true, true},
+      {1024, 13, 512, true, false},  // groups past the AVX2 tile's 4 chunks of s16 sums
+      {640, 9, 320, false, false},
       {96, 11, 32, true, false},  // groups the tile does not take: the generic loop on every tier
   };
   for (const Shape& s : shapes) {
