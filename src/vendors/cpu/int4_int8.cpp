@@ -22,6 +22,44 @@ namespace opchain::cpu::avx2q {
 float int8_prepare(const float* x, int64_t k, int8_t* q, int32_t* sum);  // quant_simd.cpp: quantize_row_int8's codes
 }  // namespace opchain::cpu::avx2q
 
+namespace opchain::cpu {
+namespace {
+
+// Int4Int8Kernels::prepare for a tile whose chunks are `Chunk` channels: each group quantised as
+// quantize_row_int8 quantises a row, then each chunk's codes laid out as its even channels' then its odd
+// channels' (the low and high nibbles of the chunk's code bytes).
+template <int64_t Chunk>
+void prepare_split(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) {
+  alignas(64) int8_t split[Chunk];
+  for (int64_t g0 = 0, g = 0; g0 < k; g0 += group, ++g) {
+    const int64_t end = std::min(k, g0 + group);  // the last group may be short
+    scales[g] = avx2q::int8_prepare(x + g0, end - g0, codes + g0, sums + g);
+    for (int64_t c = g0; c < end; c += Chunk) {
+      for (int64_t i = 0; i < Chunk / 2; ++i) {
+        split[i] = codes[c + 2 * i];
+        split[Chunk / 2 + i] = codes[c + 2 * i + 1];
+      }
+      std::memcpy(codes + c, split, Chunk);
+    }
+  }
+}
+
+// A tile: the few-row tiles (decode, each weight row read once) prefetch their first `pf_cols` weight
+// rows, then pass(r, n, few, dots) runs each block of rows (for_blocks_of_four) over every column, the
+// group dots of up to `max_outputs` outputs waiting in `dots` (groups x 8 int32 each).
+template <class Pass>
+void run_tile(const Int4Int8Tile& t, int64_t max_outputs, int64_t pf_cols, const Pass& pass) {
+  thread_local std::vector<int32_t> dots_buf;
+  int32_t* dots = scratch_aligned(dots_buf, static_cast<size_t>(max_outputs * t.groups * 8));
+  const bool few = t.rows <= 4;
+  if (few)
+    for (int64_t b = 0; b < std::min(t.cols, pf_cols) * t.code_ld; b += 64) __builtin_prefetch(t.codes + b, 0, 2);
+  for_blocks_of_four(t.rows, [&](int64_t r, auto n) { pass(r, n, few, dots); });
+}
+
+}  // namespace
+}  // namespace opchain::cpu
+
 OPCHAIN_TARGET_BEGIN("avx2,fma,f16c")
 namespace opchain::cpu::avx2i4i8 {
 namespace {
@@ -29,21 +67,6 @@ namespace {
 constexpr int64_t kChunk = 64;
 // Few-row tiles read each weight row once from memory: they prefetch the rows this many micro-tiles on.
 constexpr int64_t kPfAhead = 4;
-
-void prepare(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) {
-  alignas(64) int8_t split[kChunk];
-  for (int64_t g0 = 0, g = 0; g0 < k; g0 += group, ++g) {
-    const int64_t end = std::min(k, g0 + group);  // the last group may be short
-    scales[g] = avx2q::int8_prepare(x + g0, end - g0, codes + g0, sums + g);
-    for (int64_t c = g0; c < end; c += kChunk) {
-      for (int64_t i = 0; i < kChunk / 2; ++i) {
-        split[i] = codes[c + 2 * i];
-        split[kChunk / 2 + i] = codes[c + 2 * i + 1];
-      }
-      std::memcpy(codes + c, split, kChunk);
-    }
-  }
-}
 
 // The lane sums of eight vectors, in order (integers: exact in any order).
 inline __m256i hsum8x8(const __m256i (&v)[8]) {
@@ -132,37 +155,16 @@ template <int R>
 constexpr int kCols = R == 1 ? 4 : 2;
 
 void tile(const Int4Int8Tile& t) {
-  thread_local std::vector<int32_t> dots_buf;
-  int32_t* dots = scratch_aligned(dots_buf, static_cast<size_t>(4 * 2 * t.groups * 8));
-  const bool few = t.rows <= 4;  // decode: each weight row read once, so the tile prefetches
-  if (few)
-    for (int64_t b = 0; b < std::min<int64_t>(t.cols, kPfAhead * 4) * t.code_ld; b += 64)
-      __builtin_prefetch(t.codes + b, 0, 2);
-  auto pass = [&]<int R>(int64_t r) {
-    constexpr int C = kCols<R>;
+  run_tile(t, 4 * 2, kPfAhead * kCols<1>, [&](int64_t r, auto n, bool few, int32_t* dots) {
+    constexpr int R = decltype(n)::value, C = kCols<R>;
     int64_t c = 0;
     for (; c + C <= t.cols; c += C) micro<R, C>(t, r, c, few, dots);
     for (; c < t.cols; ++c) micro<R, 1>(t, r, c, few, dots);
-  };
-  int64_t r = 0;
-  for (; r + 4 <= t.rows; r += 4) pass.template operator()<4>(r);
-  switch (t.rows - r) {
-    case 3:
-      pass.template operator()<3>(r);
-      break;
-    case 2:
-      pass.template operator()<2>(r);
-      break;
-    case 1:
-      pass.template operator()<1>(r);
-      break;
-    default:
-      break;
-  }
+  });
 }
 
 }  // namespace
-const Int4Int8Kernels kKernels{kChunk, prepare, tile};
+const Int4Int8Kernels kKernels{kChunk, prepare_split<kChunk>, tile};
 }  // namespace opchain::cpu::avx2i4i8
 OPCHAIN_TARGET_END()
 
@@ -178,21 +180,6 @@ constexpr int64_t kChunk = 128;
 constexpr int64_t kPfAhead = 4;
 
 inline void dpbusd(__m512i& acc, __m512i u8, __m512i s8) { acc = _mm512_dpbusd_epi32(acc, u8, s8); }
-
-void prepare(const float* x, int64_t k, int64_t group, int8_t* codes, float* scales, int32_t* sums) {
-  alignas(64) int8_t split[kChunk];
-  for (int64_t g0 = 0, g = 0; g0 < k; g0 += group, ++g) {
-    const int64_t end = std::min(k, g0 + group);
-    scales[g] = avx2q::int8_prepare(x + g0, end - g0, codes + g0, sums + g);
-    for (int64_t c = g0; c < end; c += kChunk) {
-      for (int64_t i = 0; i < kChunk / 2; ++i) {
-        split[i] = codes[c + 2 * i];
-        split[kChunk / 2 + i] = codes[c + 2 * i + 1];
-      }
-      std::memcpy(codes + c, split, kChunk);
-    }
-  }
-}
 
 template <int R, int C>
 void micro(const Int4Int8Tile& t, int64_t r0, int64_t c0, bool few, int32_t* dots) {
@@ -243,37 +230,16 @@ template <int R>
 constexpr int kCols = R == 1 ? 8 : 4;
 
 void tile(const Int4Int8Tile& t) {
-  thread_local std::vector<int32_t> dots_buf;
-  int32_t* dots = scratch_aligned(dots_buf, static_cast<size_t>(4 * 8 * t.groups * 8));
-  const bool few = t.rows <= 4;
-  if (few)
-    for (int64_t b = 0; b < std::min<int64_t>(t.cols, kPfAhead * 8) * t.code_ld; b += 64)
-      __builtin_prefetch(t.codes + b, 0, 2);
-  auto pass = [&]<int R>(int64_t r) {
-    constexpr int C = kCols<R>;
+  run_tile(t, 4 * 4, kPfAhead * kCols<1>, [&](int64_t r, auto n, bool few, int32_t* dots) {
+    constexpr int R = decltype(n)::value, C = kCols<R>;
     int64_t c = 0;
     for (; c + C <= t.cols; c += C) micro<R, C>(t, r, c, few, dots);
     for (; c < t.cols; ++c) micro<R, 1>(t, r, c, few, dots);
-  };
-  int64_t r = 0;
-  for (; r + 4 <= t.rows; r += 4) pass.template operator()<4>(r);
-  switch (t.rows - r) {
-    case 3:
-      pass.template operator()<3>(r);
-      break;
-    case 2:
-      pass.template operator()<2>(r);
-      break;
-    case 1:
-      pass.template operator()<1>(r);
-      break;
-    default:
-      break;
-  }
+  });
 }
 
 }  // namespace
-const Int4Int8Kernels kKernels{kChunk, prepare, tile, &avx2i4i8::kKernels};
+const Int4Int8Kernels kKernels{kChunk, prepare_split<kChunk>, tile, &avx2i4i8::kKernels};
 }  // namespace opchain::cpu::avx512i4i8
 OPCHAIN_TARGET_END()
 #endif  // OPCHAIN_CPU_X86

@@ -716,30 +716,15 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
 void int4_tile_wide(const Int4Tile& t) {
   if (t.rows <= kWideStreamMaxRows)
     prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 1)) * t.code_ld);
-  auto pass = [&]<int R>(int64_t r) {
-    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<R, 1>(t, r, c);
-  };
-  int64_t r = 0;
-  for (; r + 4 <= t.rows; r += 4) pass.template operator()<4>(r);
-  switch (t.rows - r) {
-    case 3:
-      pass.template operator()<3>(r);
-      break;
-    case 2:
-      pass.template operator()<2>(r);
-      break;
-    case 1:
-      if (t.rows == 1) {
-        int64_t c = 0;
-        for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
-        for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
-      } else {
-        pass.template operator()<1>(r);
-      }
-      break;
-    default:
-      break;
+  if (t.rows == 1) {
+    int64_t c = 0;
+    for (; c + 4 <= t.cols; c += 4) int4_micro_wide<1, 4>(t, 0, c);
+    for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
+    return;
   }
+  for_blocks_of_four(t.rows, [&](int64_t r, auto n) {
+    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<decltype(n)::value, 1>(t, r, c);
+  });
 }
 
 void int4_tile(const Int4Tile& t) {

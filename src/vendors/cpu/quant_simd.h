@@ -27,8 +27,31 @@
 // Every output element is one fixed sequence of operations over its own row and weight row (Note [cpu
 // kernels]): the tile shape never changes a value.
 #include <cstdint>
+#include <type_traits>
 
 namespace opchain::cpu {
+
+// Rows in blocks of 4, then one block of the 1-3 left: f(r, std::integral_constant<int, n>) per block. The
+// tiles that stream the codes past every row of a block take each tail in one pass (3 rows were a 2-row
+// and a 1-row pass, each unpacking every code).
+template <class F>
+inline void for_blocks_of_four(int64_t rows, const F& f) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) f(r, std::integral_constant<int, 4>{});
+  switch (rows - r) {
+    case 3:
+      f(r, std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      f(r, std::integral_constant<int, 2>{});
+      break;
+    case 1:
+      f(r, std::integral_constant<int, 1>{});
+      break;
+    default:
+      break;
+  }
+}
 
 // out[r * ldo + c] = sum_g scale[c, g] * sum_{k in g} x[r, k] * (code[c, k] - zero[c, g]) (+ nothing else)
 // for r < rows, c < cols.
