@@ -119,7 +119,7 @@ def test_default_precision_agrees_on_greedy_positions(quantised, tmp_path, model
 # `--precision int8` (Note [Matmul precision]): weight-only int4 formats with int8 activations per weight
 # group, held to w8a8's margin (int8 activations, finer scales).
 INT8_CASES = [(m, v) for v in ["gptq", "gptq-asym-v2-act-order", "gptq-lm-head", "awq", "w4a16-asym-act-order"]
-              for m in ["trained-qwen3-moe", "tiny-llama", "tiny-qwen3-dense"]]
+              for m in ["trained-qwen3-moe", "tiny-llama", "tiny-qwen3-dense", "tiny-qwen3_5"]]
 
 
 @pytest.mark.parametrize("model,variant", INT8_CASES)
