@@ -104,6 +104,14 @@ TEST(CpuPerf, DISABLED_QuantLinearInt4Int8) {
                           std::max<int>(2, static_cast<int>(16 * 8192 / out / rows) + 2), p);
 }
 
+// The same at one row on a dense model's shapes (Qwen3-4B: gate and up fused, down, q): decode's tiles.
+TEST(CpuPerf, DISABLED_QuantLinearInt4Int8Dense) {
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{19456, 2560}, {2560, 9728}, {4096, 2560}})
+    for (int64_t rows : {1, 2, 8})
+      for (MatmulPrecision p : {MatmulPrecision::Quantized, MatmulPrecision::Int8})
+        time_quant_linear(DType::U8, -1, rows, out, in, 50, p);
+}
+
 TEST(CpuPerf, DISABLED_QuantLinearFp8) {
   for (int64_t rows : {1, 2, 3, 4, 8, 12, 16, 32, 512})
     time_quant_linear(DType::F8E4M3, 4, rows, 16384, 2048, rows >= 512 ? 3 : 20);
