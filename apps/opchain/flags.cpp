@@ -140,7 +140,8 @@ void add_quant_flags(CLI::App* cmd, tools::QuantSpec& q, const std::string& form
       ->check(CLI::IsMember({"true", "false"}));
   cmd->add_flag("--act-order", q.act_order, "gptq: desc_act with a g_idx; w4a16: actorder group with weight_g_idx");
   cmd->add_flag("--lm-head", q.lm_head,
-                "quantise the output projection too (gptq lm_head: true; compressed-tensors; fp8)");
+                "quantise the output projection too (gptq lm_head: true; compressed-tensors; fp8); a tied one "
+                "gets a quantised copy of the embedding and the config is untied");
   cmd->add_option("--gptq-format", q.gptq_format,
                   "gptq checkpoint_format: gptq (v1, zeros stored minus one) or gptq_v2")
       ->check(CLI::IsMember({"gptq", "gptq_v2"}))

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/hf_config.h"
 #include "io/model_directory.h"
 #include "io/safetensors.h"
 
@@ -82,9 +83,18 @@ class SourceCache {
 
 }  // namespace
 
+void untie_word_embeddings(nlohmann::json& config) {
+  // The root's flag is the one read when it is there (a multimodal wrapper's too); a text_config's is
+  // cleared as well, so that no reader of either finds the pair still tied.
+  config["tie_word_embeddings"] = false;
+  if (config.contains("text_config") && config["text_config"].is_object() &&
+      config["text_config"].contains("tie_word_embeddings"))
+    config["text_config"]["tie_word_embeddings"] = false;
+}
+
 QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source,
                                          const SourceTensorFn& fetch, const QuantFormatOptions& o,
-                                         size_t max_shard_bytes) {
+                                         size_t max_shard_bytes, const std::string& tied_embedding) {
   QuantizedWeights result;
   std::map<std::string, TensorDecl> by_name;
   for (const auto& t : source) by_name[t.name] = t;
@@ -154,6 +164,19 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
       continue;
     }
     add_linear(module, n, -1, 0, t.shape[0], t.shape[1]);
+  }
+  // A tied checkpoint has no lm_head tensor: asked to quantise it, the output projection gets its own
+  // quantised copy of the embedding matrix (the embedding stays as it is, since it is read a row a token).
+  // At one token a step the vocabulary projection is the largest read of a small dense model.
+  if (o.lm_head && !tied_embedding.empty() && !by_name.count("lm_head.weight")) {
+    auto embed = by_name.find(tied_embedding);
+    if (embed == by_name.end())
+      throw FormatError("the checkpoint ties its output projection to " + tied_embedding + ", which it does not hold");
+    const Shape& s = embed->second.shape;
+    if (s.ndim == 2 && format_holds(o, s[0], s[1], nullptr)) {
+      add_linear("lm_head", tied_embedding, -1, 0, s[0], s[1]);
+      result.untied_lm_head = true;
+    }
   }
 
   SourceCache cache(by_name, fetch);
@@ -240,10 +263,12 @@ QuantizeModelResult quantize_model(const QuantizeModelOptions& opts) {
     const SafetensorsEntry& e = store.entry(name);
     decls.push_back({name, e.dtype, e.shape, e.file_dims});
   }
+  const ModelConfig parsed = parse_model_config(*model.config.text, model.config.path);
   QuantizeModelResult r;
   r.weights = write_quantized_weights(
       opts.out_dir, decls, [&](const TensorDecl& d) { return store.get_bytes(d.name); }, opts.format,
-      opts.max_shard_bytes);
+      opts.max_shard_bytes, parsed.tie_word_embeddings ? parsed.weight_prefix + "embed_tokens.weight" : "");
+  if (r.weights.untied_lm_head) untie_word_embeddings(config);
   config["quantization_config"] = r.weights.quantization_config;
   {
     std::ofstream out(dst / model_file::kConfig);

@@ -22,15 +22,21 @@ struct QuantizedWeights {
   std::vector<std::string> dense_modules;  // linear layers left dense, for the config's exclusion list
   int64_t quantized_layers = 0;
   nlohmann::json quantization_config;
+  bool untied_lm_head = false;  // lm_head written from the tied embedding: the config must untie them
 };
 
 // Writes the quantised form of the model whose tensors are `source` into out_dir (sharded like
 // write_sharded_safetensors). Fused expert tensors (Qwen3.5's experts.gate_up_proj / down_proj) stay
 // fused in fp8-block, as transformers holds them, and are split into per-expert layers for the other
-// formats, whose producers quantise per-expert linear modules.
+// formats, whose producers quantise per-expert linear modules. `tied_embedding` names the embedding a
+// tied checkpoint's output projection reuses ("" when untied): with format.lm_head it is quantised into
+// lm_head tensors of their own, and the caller's config must then say the two are untied.
 QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::vector<TensorDecl>& source,
                                          const SourceTensorFn& fetch, const QuantFormatOptions& format,
-                                         size_t max_shard_bytes);
+                                         size_t max_shard_bytes, const std::string& tied_embedding = "");
+
+// Sets tie_word_embeddings to false where a Hugging Face config (or its text_config) holds it.
+void untie_word_embeddings(nlohmann::json& config);
 
 struct QuantizeModelOptions {
   std::string model_dir, out_dir;

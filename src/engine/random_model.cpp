@@ -505,8 +505,9 @@ static RandomModelResult write_random_model_impl(const RandomModelOptions& o) {
     const QuantizedWeights q = write_quantized_weights(
         o.out_dir, tensors,
         [&](const TensorDecl& t) { return gen_weights.make(t, init_for(t, layers, config.zero_centered_norms)); },
-        *o.quantize, o.max_shard_bytes);
+        *o.quantize, o.max_shard_bytes, config.tie_word_embeddings ? config.weight_prefix + "embed_tokens.weight" : "");
     json c = json::parse(config_text);
+    if (q.untied_lm_head) untie_word_embeddings(c);
     c["quantization_config"] = q.quantization_config;
     write_json_file(dir / model_file::kConfig, c);
     result.weight_files = q.written.files;

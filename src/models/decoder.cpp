@@ -224,11 +224,14 @@ DecoderLayer::DecoderLayer(const nn::ModuleContext& mc, const ModelConfig& c, co
     mlp.emplace(mc.child("mlp"), w, c.hidden_size, c.intermediate_size);
 }
 
+bool lm_head_is_embedding(const ModelConfig& c, const WeightStore& w) {
+  return c.tie_word_embeddings && !w.contains("lm_head.weight") && !w.contains("lm_head.qweight") &&
+         !w.contains("lm_head.weight_packed");
+}
+
 Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name) {
   // Tied checkpoints carry no lm_head; the embedding matrix doubles as the output projection.
-  if (c.tie_word_embeddings && !w.contains("lm_head.weight") && !w.contains("lm_head.qweight") &&
-      !w.contains("lm_head.weight_packed"))
-    return w.get(embed_name, {c.vocab_size, c.hidden_size});
+  if (lm_head_is_embedding(c, w)) return w.get(embed_name, {c.vocab_size, c.hidden_size});
   return load_linear(w, "lm_head", c.vocab_size, c.hidden_size);
 }
 

@@ -83,6 +83,8 @@ Tensor compute_logits(StepContext& ctx, const Tensor& hidden, const nn::Linear& 
 // the intermediate features (gate/up rows, down columns), as vLLM splits experts when EP is off.
 ExpertWeights load_experts(const std::string& prefix, const ModelConfig& c, const WeightStore& w,
                            std::pair<int64_t, int64_t> block = {0, 0}, const TpShard& inter_tp = {});
+// Whether the output projection is the embedding matrix: tied, and no lm_head tensor of any format.
+bool lm_head_is_embedding(const ModelConfig& c, const WeightStore& w);
 // The output projection: lm_head.weight, or the embedding matrix when tied and absent.
 Weight lm_head_weight(const ModelConfig& c, const WeightStore& w, const std::string& embed_name);
 // lm_head as this rank builds it: whole, or its block of the vocabulary with the gather (Note [Tensor parallel]).

@@ -19,6 +19,7 @@
 #include "engine/kv_cache.h"
 #include "engine/loaded_model.h"
 #include "engine/model_runner.h"
+#include "models/decoder.h"
 #include "ops/registry.h"
 
 namespace opchain::tools {
@@ -176,7 +177,7 @@ class DecodeByteModel {
         expert_bytes_[std::stoll(match[1].str())] += bytes;
       else if (name == c_.weight_prefix + "embed_tokens.weight") {
         embed_row_bytes_ = bytes / static_cast<double>(c_.vocab_size);
-        if (c_.tie_word_embeddings && !m.weights->contains("lm_head.weight")) dense_bytes_ += bytes;
+        if (lm_head_is_embedding(c_, *m.weights)) dense_bytes_ += bytes;
       } else
         dense_bytes_ += bytes;
     }

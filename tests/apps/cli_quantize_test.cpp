@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "apps/cli_run.h"
 
@@ -40,6 +41,29 @@ TEST_F(CliQuantize, WritesAModelThatGenerates) {
   r = test::run_opchain("quantize --model " + out + " --out " + (dir_ / "qq").string() + " --format gptq");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("already quantised (compressed-tensors)"), std::string::npos) << r.err;
+}
+
+// trained-qwen3-moe ties its output projection to the embedding: asked for --lm-head, quantize writes a
+// quantised lm_head of its own and unties the config; not asked, the model stays tied.
+TEST_F(CliQuantize, TiedOutputProjectionGetsAQuantisedCopy) {
+  const std::string model = test::model_dir("trained-qwen3-moe");
+  const std::string tied = (dir_ / "tied").string(), untied = (dir_ / "untied").string();
+  auto r = test::run_opchain("quantize --model " + model + " --out " + tied + " --format gptq --group-size 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("112 linear layers as gptq"), std::string::npos) << r.err;
+  r = test::run_opchain("quantize --model " + model + " --out " + untied + " --format gptq --group-size 32 --lm-head");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("113 linear layers as gptq"), std::string::npos) << r.err;
+  auto config = [](const std::string& dir) {
+    std::ifstream in(dir + "/config.json");
+    return nlohmann::json::parse(in);
+  };
+  EXPECT_TRUE(config(tied).at("tie_word_embeddings").get<bool>());
+  EXPECT_FALSE(config(untied).at("tie_word_embeddings").get<bool>());
+  EXPECT_TRUE(config(untied).at("quantization_config").at("lm_head").get<bool>());
+  r = test::run_opchain("generate --model " + untied +
+                        " --prompt-ids 1,2,3 --max-new-tokens 4 --temperature 0 --ignore-eos");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST_F(CliQuantize, BadRequestsAreOneLineErrors) {

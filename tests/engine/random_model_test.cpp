@@ -211,6 +211,28 @@ TEST(RandomModel, DeepModelLogitsStayFinite) {
   EXPECT_GT(rms, 0.1);  // not collapsed to zero either
 }
 
+// A tied preset written straight into a format with its output projection quantised: the lm_head gets a
+// quantised copy of the embedding, the config unties the pair, and the model loads and runs on it.
+TEST(RandomModel, TiedPresetQuantisesItsOwnLmHead) {
+  TempDir dir("rm-tied-lm-head");
+  RandomModelOptions o;
+  o.out_dir = dir.str();
+  o.preset = "qwen3-4b";
+  o.layers = 1;
+  o.vocab_size = 256;
+  o.quantize = QuantFormatOptions{};
+  o.quantize->format = QuantFormat::Gptq;
+  o.quantize->lm_head = true;
+  const RandomModelResult r = write_random_model(o);
+  EXPECT_EQ(r.quantized_layers, 8);  // 7 in the layer, and the lm_head
+  const ModelConfig c = load_model_config(dir.str());
+  EXPECT_FALSE(c.tie_word_embeddings);
+  LoadedModel m = load_model(dir.str(), "cpu");
+  EXPECT_TRUE(m.weights->contains("lm_head.qweight"));
+  EXPECT_TRUE(m.weights->contains("model.embed_tokens.weight"));
+  for (float v : logits_of(dir.str(), {1, 2, 3})) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(RandomModel, RejectsBadOptions) {
   TempDir dir("rm-bad");
   RandomModelOptions o;
