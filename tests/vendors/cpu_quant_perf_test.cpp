@@ -107,8 +107,7 @@ TEST(CpuPerf, DISABLED_QuantLinearInt4Int8) {
 // The same at one row on a dense model's shapes (Qwen3-4B: gate and up fused, down, q): decode's tiles.
 TEST(CpuPerf, DISABLED_QuantLinearInt4Int8Dense) {
   // gate_up, down, q_proj, and the tied vocabulary projection as `quantize --lm-head` writes it
-  for (const auto& [out, in] :
-       {std::pair<int64_t, int64_t>{19456, 2560}, {2560, 9728}, {4096, 2560}, {151936, 2560}})
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{19456, 2560}, {2560, 9728}, {4096, 2560}, {151936, 2560}})
     for (int64_t rows : {1, 2, 8})
       for (MatmulPrecision p : {MatmulPrecision::Quantized, MatmulPrecision::Int8})
         time_quant_linear(DType::U8, -1, rows, out, in, out > 100000 ? 10 : 50, p);
