@@ -658,29 +658,15 @@ inline void wide_dots_by_column(const NibbleF32& nb, const uint8_t* const (&code
 constexpr int64_t kWideStreamMaxRows = 4;
 
 // out[r, c] = sum_g scale[c, g] sum_{k in g} x (32 + q) - sum_g scale[c, g] (32 + zero[c, g]) x_sum[r, g]:
-// the zero terms 8 groups at a time, lane by lane, into the accumulator, then each group's dot scaled
-// into it; its lanes are summed at the end. The operations on an output are the same in every tile shape.
+// the zero terms 8 groups at a time, lane by lane, into the accumulator (wide_zero_terms), then each
+// group's dot scaled into it (wide_groups); its lanes are summed at the end (wide_store). The operations
+// on an output are the same in every tile shape, and whether or not its groups run in k blocks.
 template <int R, int C>
-inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
-  const NibbleF32 nb;
-  const int64_t per_group = t.group_size / kWideChunk, chunks = t.k / kWideChunk;
-  const bool prefetch = t.rows <= kWideStreamMaxRows && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
-  const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
-  __m256 acc[R][C];
+inline void wide_zero_terms(const Int4Tile& t, int64_t r0, int64_t c0, __m256 (&acc)[R][C]) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  const float* x[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) x[r] = static_cast<const float*>(t.x) + (r0 + r) * t.ldx;
-  const uint8_t* codes[C];
-  const float* sc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    codes[c] = t.codes + (c0 + c) * t.code_ld;
-    sc[c] = t.scales + (c0 + c) * t.groups;
-  }
   for (int64_t g0 = 0; g0 < t.groups; g0 += 8) {
     const int n = static_cast<int>(std::min<int64_t>(8, t.groups - g0));
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -692,12 +678,32 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
       const __m256 z = t.zeros ? _mm256_add_ps(_mm256_maskload_ps(t.zeros + (c0 + c) * t.groups + g0, m),
                                                _mm256_set1_ps(kNibbleOffset))
                                : _mm256_set1_ps(kNibbleOffset + 8.0f);
-      const __m256 sz = _mm256_mul_ps(_mm256_maskload_ps(sc[c] + g0, m), z);
+      const __m256 sz = _mm256_mul_ps(_mm256_maskload_ps(t.scales + (c0 + c) * t.groups + g0, m), z);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fnmadd_ps(sz, xs[r], acc[r][c]);
     }
   }
-  for (int64_t g = 0; g < t.groups; ++g) {
+}
+
+// Groups [g_begin, g_end) of the outputs' dots into acc; `prefetch` streams the codes kPfAhead
+// micro-tiles ahead (prefetch_lines).
+template <int R, int C>
+inline void wide_groups(const Int4Tile& t, int64_t r0, int64_t c0, int64_t g_begin, int64_t g_end, bool prefetch,
+                        __m256 (&acc)[R][C]) {
+  const NibbleF32 nb;
+  const int64_t per_group = t.group_size / kWideChunk, chunks = t.k / kWideChunk;
+  const uint8_t* pf = t.codes + (c0 + kPfAhead * C) * t.code_ld;
+  const float* x[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) x[r] = static_cast<const float*>(t.x) + (r0 + r) * t.ldx;
+  const uint8_t* codes[C];
+  const float* sc[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    codes[c] = t.codes + (c0 + c) * t.code_ld;
+    sc[c] = t.scales + (c0 + c) * t.groups;
+  }
+  for (int64_t g = g_begin; g < g_end; ++g) {
     __m256 part[2][R][C];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
@@ -726,18 +732,54 @@ inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
         acc[r][c] = _mm256_fmadd_ps(_mm256_add_ps(part[0][r][c], part[1][r][c]), sv, acc[r][c]);
     }
   }
+}
+
+template <int R, int C>
+inline void wide_store(const Int4Tile& t, int64_t r0, int64_t c0, const __m256 (&acc)[R][C]) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.ldo + c0 + c] = reduce_ps(acc[r][c]);
 }
 
+template <int R, int C>
+inline void int4_micro_wide(const Int4Tile& t, int64_t r0, int64_t c0) {
+  const bool prefetch = t.rows <= kWideStreamMaxRows && c0 + (kPfAhead + 1) * C <= t.cols;  // prefetch_lines
+  __m256 acc[R][C];
+  wide_zero_terms<R, C>(t, r0, c0, acc);
+  wide_groups<R, C>(t, r0, c0, 0, t.groups, prefetch, acc);
+  wide_store<R, C>(t, r0, c0, acc);
+}
+
+// Channels per k block of a block of rows past kWideStreamMaxRows: four rows' activations over 1024
+// channels are 16 KB, which stay in L1 while the block's columns pass. Over the whole k they are 40 KB
+// (k = 2560) to 156 KB (9728), read again from L2 for every column: that held the 4 x 1 micro-tile to
+// about half the FMA rate.
+constexpr int64_t kWideKBlock = 1024;
+constexpr int64_t kWideColBlock = 64;  // the quantised GEMM's column tile (kColTile)
+
+// R rows from r0 against every column of the tile, k block by k block (whole groups each), the columns'
+// accumulators kept in memory between blocks: the same operations on each output as int4_micro_wide<R, 1>.
+template <int R>
+void int4_rows_wide_kblocked(const Int4Tile& t, int64_t r0) {
+  const int64_t groups_per_block = std::max<int64_t>(1, kWideKBlock / t.group_size);
+  __m256 acc[kWideColBlock][R][1];
+  for (int64_t c0 = 0; c0 < t.cols; c0 += kWideColBlock) {
+    const int64_t n = std::min(kWideColBlock, t.cols - c0);
+    for (int64_t c = 0; c < n; ++c) wide_zero_terms<R, 1>(t, r0, c0 + c, acc[c]);
+    for (int64_t g = 0; g < t.groups; g += groups_per_block)
+      for (int64_t c = 0; c < n; ++c)
+        wide_groups<R, 1>(t, r0, c0 + c, g, std::min(t.groups, g + groups_per_block), false, acc[c]);
+    for (int64_t c = 0; c < n; ++c) wide_store<R, 1>(t, r0, c0 + c, acc[c]);
+  }
+}
+
 // One row (decode): four weight rows stream at once past the row's activations. 2-4 rows (batched
 // decode's experts): one pass of all the rows past one weight row at a time (4 x 1 outputs of two chains
 // stay in registers; 2 x 2 ran 5% slower at two rows), prefetching as the 1-row pass does. More rows:
-// blocks of four, then one block of the 1-3 rows left, the block's activations staying in L1 while the
-// codes stream. Every shape unpacks from the codes with the same operations, so no panel is needed for
-// batch invariance.
+// blocks of four, then one block of the 1-3 rows left, in k blocks (int4_rows_wide_kblocked) while the
+// codes come from L2. Every shape unpacks from the codes with the same operations, so no panel is needed
+// for batch invariance.
 void int4_tile_wide(const Int4Tile& t) {
   if (t.rows <= kWideStreamMaxRows)
     prefetch_lines(t.codes, std::min<int64_t>(t.cols, kPfAhead * (t.rows == 1 ? 4 : 1)) * t.code_ld);
@@ -747,9 +789,13 @@ void int4_tile_wide(const Int4Tile& t) {
     for (; c < t.cols; ++c) int4_micro_wide<1, 1>(t, 0, c);
     return;
   }
-  for_blocks_of_four(t.rows, [&](int64_t r, auto n) {
-    for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<decltype(n)::value, 1>(t, r, c);
-  });
+  if (t.rows <= kWideStreamMaxRows) {
+    for_blocks_of_four(t.rows, [&](int64_t r, auto n) {
+      for (int64_t c = 0; c < t.cols; ++c) int4_micro_wide<decltype(n)::value, 1>(t, r, c);
+    });
+    return;
+  }
+  for_blocks_of_four(t.rows, [&](int64_t r, auto n) { int4_rows_wide_kblocked<decltype(n)::value>(t, r); });
 }
 
 void int4_tile(const Int4Tile& t) {
