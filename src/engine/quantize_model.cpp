@@ -176,6 +176,8 @@ QuantizedWeights write_quantized_weights(const std::string& out_dir, const std::
     if (s.ndim == 2 && format_holds(o, s[0], s[1], nullptr)) {
       add_linear("lm_head", tied_embedding, -1, 0, s[0], s[1]);
       result.untied_lm_head = true;
+    } else {
+      result.dense_modules.push_back("lm_head");  // stays tied; counted and listed as an untied one would be
     }
   }
 

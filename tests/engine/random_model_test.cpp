@@ -231,6 +231,17 @@ TEST(RandomModel, TiedPresetQuantisesItsOwnLmHead) {
   EXPECT_TRUE(m.weights->contains("lm_head.qweight"));
   EXPECT_TRUE(m.weights->contains("model.embed_tokens.weight"));
   for (float v : logits_of(dir.str(), {1, 2, 3})) ASSERT_TRUE(std::isfinite(v));
+
+  // A vocabulary GPTQ cannot hold (rows not a multiple of 8): the pair stays tied, and the lm_head is
+  // reported as left dense rather than dropped without a word.
+  TempDir odd("rm-tied-lm-head-odd");
+  o.out_dir = odd.str();
+  o.vocab_size = 100;
+  const RandomModelResult kept = write_random_model(o);
+  EXPECT_EQ(kept.quantized_layers, 7);
+  EXPECT_EQ(kept.dense_layers, 1);
+  EXPECT_TRUE(load_model_config(odd.str()).tie_word_embeddings);
+  for (float v : logits_of(odd.str(), {1, 2, 3})) ASSERT_TRUE(std::isfinite(v));
 }
 
 TEST(RandomModel, RejectsBadOptions) {
