@@ -51,9 +51,13 @@ TEST_F(CliQuantize, TiedOutputProjectionGetsAQuantisedCopy) {
   auto r = test::run_opchain("quantize --model " + model + " --out " + tied + " --format gptq --group-size 32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("112 linear layers as gptq"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tied embedding"), std::string::npos) << r.err;
   r = test::run_opchain("quantize --model " + model + " --out " + untied + " --format gptq --group-size 32 --lm-head");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("113 linear layers as gptq"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("113 linear layers as gptq, 4 left dense, lm_head quantised from the tied embedding "
+                       "(config untied)"),
+            std::string::npos)
+      << r.err;
   auto config = [](const std::string& dir) {
     std::ifstream in(dir + "/config.json");
     return nlohmann::json::parse(in);
